@@ -1,0 +1,33 @@
+# The README's two Quick start commands are `make serve` and `make test`.
+# Every target installs missing Debian packages (tools/debian-packages.txt)
+# first, so each works on a fresh Debian 12 machine as root.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build test serve demo bench-pool clean
+
+all: build
+
+deps:
+	./tools/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+# Until the gRPC server exists this runs the interpreter-pool demo.
+serve: build
+	$(BUILD)/bin/manypy-pool-demo
+
+bench-pool: build
+	mkdir -p bench-results
+	$(BUILD)/bin/manypy-bench-pool --out bench-results/pool.json
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,95 @@
+#include "interpreters/interpreter.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <future>
+
+namespace manypy {
+
+StatusOr<std::unique_ptr<Interpreter>> Interpreter::Start(ImagePreparer* preparer,
+                                                         const Options& options) {
+  std::unique_ptr<Interpreter> interp(new Interpreter(preparer, options));
+  std::promise<Status> booted;
+  Interpreter* self = interp.get();
+  interp->owner_ = std::thread([self, &booted] {
+    Status status = self->Boot();
+    bool ok = status.ok();
+    booted.set_value(std::move(status));
+    if (!ok) return;
+    std::unique_lock<std::mutex> lock(self->mu_);
+    self->cv_.wait(lock, [self] { return self->stop_; });
+    lock.unlock();
+    self->shim_->Finalize();
+    if (self->arenas_ != nullptr) self->arenas_->Drain();
+  });
+  Status status = booted.get_future().get();
+  if (!status.ok()) {
+    interp->owner_.join();
+    return status;
+  }
+  return interp;
+}
+
+Status Interpreter::Boot() {
+  slot_ = ImagePreparer::NewSlot();
+  auto image = preparer_->PrepareInterpreter(slot_);
+  if (!image.ok()) return image.status();
+
+  // RTLD_LOCAL: this runtime's symbols stay out of the global scope, so the
+  // next interpreter's copies bind to their own libpython, not this one.
+  // The handles are never closed: libtorch keeps pointers into these copies.
+  if (dlopen(image->libpython.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
+    return Internal("cannot load interpreter " + std::to_string(options_.index) +
+                    "'s libpython " + image->libpython + ": " + dlerror());
+  }
+  void* shim_handle = dlopen(image->shim.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (shim_handle == nullptr) {
+    return Internal("cannot load interpreter shim " + image->shim + ": " + dlerror());
+  }
+  auto create = reinterpret_cast<shim::CreateFn>(dlsym(shim_handle, shim::kCreateSymbol));
+  if (create == nullptr) return Internal(image->shim + " does not export " + shim::kCreateSymbol);
+
+  shim::ShimConfig config;
+  config.index = options_.index;
+  config.owns_registrations = options_.owns_registrations;
+  config.python_executable = options_.python_executable;
+  config.extra_sys_path = options_.extra_sys_path;
+  config.preload_modules = options_.preload_modules;
+  config.callbacks.context = this;
+  config.callbacks.prepare_extension = &Interpreter::PrepareExtension;
+  if (options_.arena_cache) {
+    arenas_ = new ArenaCache();
+    config.callbacks.arena_context = arenas_;
+    config.callbacks.arena_alloc = &ArenaCache::Alloc;
+    config.callbacks.arena_free = &ArenaCache::Free;
+  }
+  std::string error;
+  shim_ = create(&config, &error);
+  if (shim_ == nullptr) {
+    return Internal("interpreter " + std::to_string(options_.index) + " failed to start: " + error);
+  }
+  return Status::Ok();
+}
+
+Interpreter::~Interpreter() {
+  if (!owner_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  owner_.join();
+}
+
+bool Interpreter::PrepareExtension(void* self, const char* module, const char* origin, char* out,
+                                   size_t out_len) {
+  auto* interp = static_cast<Interpreter*>(self);
+  auto path = interp->preparer_->PrepareObject(interp->slot_, origin);
+  std::string text = path.ok() ? *path : path.status().ToString();
+  (void)module;
+  snprintf(out, out_len, "%s", text.c_str());
+  return path.ok() && text.size() < out_len;
+}
+
+}  // namespace manypy

@@ -1,0 +1,64 @@
+// Interpreter: one embedded CPython runtime with its private library copies,
+// shim and arena cache. Thread-safe to share; its Python state may be touched
+// only while holding its GIL (InterpreterSession does that).
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "interpreters/arena_cache.h"
+#include "interpreters/image_preparer.h"
+#include "interpreters/shim/shim_api.h"
+
+namespace manypy {
+
+class Interpreter {
+ public:
+  struct Options {
+    int index = 0;
+    bool owns_registrations = true;
+    std::string python_executable;
+    std::vector<std::string> extra_sys_path;
+    std::vector<std::string> preload_modules;
+    bool arena_cache = true;
+  };
+
+  /// Prepares (or finds cached) library copies, loads them and boots Python.
+  /// `preparer` must outlive the interpreter: imports call back into it.
+  static StatusOr<std::unique_ptr<Interpreter>> Start(ImagePreparer* preparer,
+                                                     const Options& options);
+  /// Finalizes the runtime. No session may be open.
+  ~Interpreter();
+
+  shim::InterpreterShim& shim() const { return *shim_; }
+  int index() const { return options_.index; }
+
+ private:
+  Interpreter(ImagePreparer* preparer, Options options) : preparer_(preparer), options_(options) {}
+  Status Boot();  // runs on owner_
+  static bool PrepareExtension(void* self, const char* module, const char* origin, char* out,
+                               size_t out_len);
+
+  // Constant after Start.
+  ImagePreparer* const preparer_;
+  const Options options_;
+  int slot_ = -1;
+  shim::InterpreterShim* shim_ = nullptr;
+  // CPython expects the thread that initialised a runtime to finalise it (the
+  // threading module waits for its "main thread" otherwise), so each
+  // interpreter has an owner thread that boots it, sleeps, then finalises it.
+  std::thread owner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  // Deliberately never freed: after finalisation, stray Python objects owned
+  // by libtorch may still be released into it at process exit.
+  ArenaCache* arenas_ = nullptr;
+};
+
+}  // namespace manypy

@@ -1,0 +1,112 @@
+#include "interpreters/pool.h"
+
+#include <ATen/Parallel.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "interpreters/pool_state.h"
+#include "interpreters/thread_policy.h"
+
+namespace manypy {
+namespace detail {
+std::shared_ptr<ReplicatedState> MakeReplicatedState(std::shared_ptr<PoolState> pool,
+                                                     ReplicatedObject::Factory factory);
+}  // namespace detail
+
+namespace {
+
+std::string DefaultCacheDir() {
+  if (const char* dir = getenv("MANYPY_CACHE_DIR"); dir && *dir) return dir;
+  if (const char* xdg = getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/manypy";
+  if (const char* home = getenv("HOME"); home && *home) return std::string(home) + "/.cache/manypy";
+  return "/tmp/manypy-cache";
+}
+
+std::string DefaultShimLibrary() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto beside = exe.parent_path().parent_path() / "lib" / "libmanypy_shim.so";
+    if (std::filesystem::exists(beside, ec)) return beside.string();
+  }
+  return MANYPY_BUILD_SHIM_LIBRARY;
+}
+
+PoolOptions WithDefaults(PoolOptions o) {
+  if (o.interpreters == 0) o.interpreters = HardwareCores();
+  if (o.cache_dir.empty()) o.cache_dir = DefaultCacheDir();
+  if (o.libpython.empty()) o.libpython = MANYPY_DEFAULT_LIBPYTHON;
+  if (o.python_executable.empty()) o.python_executable = MANYPY_DEFAULT_PYTHON;
+  if (o.shim_library.empty()) o.shim_library = DefaultShimLibrary();
+  if (o.intra_op_threads <= 0) o.intra_op_threads = DefaultIntraOpThreads(o.interpreters);
+  return o;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions options) {
+  options = WithDefaults(std::move(options));
+  // Process-wide: every interpreter shares libtorch's intra-op thread pool.
+  at::set_num_threads(options.intra_op_threads);
+
+  auto state = std::make_shared<detail::PoolState>(options.interpreters);
+  auto preparer = ImagePreparer::Create({options.cache_dir, options.libpython,
+                                         options.shim_library, "patchelf"});
+  if (!preparer.ok()) return preparer.status();
+  state->preparer = std::move(*preparer);
+
+  auto start = [&](size_t i) {
+    Interpreter::Options o;
+    o.index = static_cast<int>(i);
+    o.owns_registrations = i == 0;
+    o.python_executable = options.python_executable;
+    o.extra_sys_path = options.extra_sys_path;
+    o.preload_modules = options.preload_modules;
+    o.arena_cache = options.arena_cache;
+    return Interpreter::Start(state->preparer.get(), o);
+  };
+  // Interpreter 0 first and alone: it makes the process-global registrations.
+  std::vector<StatusOr<std::unique_ptr<Interpreter>>> started;
+  started.push_back(start(0));
+  for (size_t i = 1; i < options.interpreters; ++i) started.push_back(Internal("not started"));
+  if (started[0].ok() && options.parallel_start) {
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < options.interpreters; ++i) {
+      threads.emplace_back([&, i] { started[i] = start(i); });
+    }
+    for (auto& t : threads) t.join();
+  } else if (started[0].ok()) {
+    for (size_t i = 1; i < options.interpreters; ++i) started[i] = start(i);
+  }
+  for (auto& s : started) {
+    if (!s.ok()) return s.status();  // started interpreters are finalized with `state`
+    state->interpreters.push_back(std::move(*s));
+  }
+  return std::unique_ptr<InterpreterPool>(new InterpreterPool(std::move(options), std::move(state)));
+}
+
+InterpreterPool::~InterpreterPool() = default;
+
+size_t InterpreterPool::size() const { return state_->interpreters.size(); }
+
+InterpreterSession InterpreterPool::Acquire() {
+  return detail::OpenSession(state_, state_->balancer.Acquire());
+}
+
+InterpreterSession InterpreterPool::AcquireAt(size_t index) {
+  if (index >= size()) {
+    throw std::out_of_range("interpreter index " + std::to_string(index) + " out of range (pool has " +
+                            std::to_string(size()) + ")");
+  }
+  state_->balancer.AcquireAt(index);
+  return detail::OpenSession(state_, index);
+}
+
+ReplicatedObject InterpreterPool::Replicate(ReplicatedObject::Factory factory) {
+  return ReplicatedObject(detail::MakeReplicatedState(state_, std::move(factory)));
+}
+
+}  // namespace manypy

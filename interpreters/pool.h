@@ -1,0 +1,69 @@
+// InterpreterPool: N isolated CPython interpreters in one process sharing one
+// libtorch. The front door of interpreters/. Thread-safe: any thread may
+// acquire sessions concurrently; each session holds one interpreter's GIL.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "interpreters/replicated_object.h"
+#include "interpreters/session.h"
+
+namespace manypy {
+
+struct PoolOptions {
+  /// Number of interpreters; 0 means one per CPU core.
+  size_t interpreters = 0;
+  /// Where prepared library copies are cached. Empty: $MANYPY_CACHE_DIR, else
+  /// $XDG_CACHE_HOME/manypy, else $HOME/.cache/manypy.
+  std::string cache_dir;
+  /// The system libpython the copies are made from.
+  std::string libpython;
+  /// The Python whose prefix (stdlib, dist-packages) the interpreters use.
+  std::string python_executable;
+  /// The shim library; empty: ../lib/libmanypy_shim.so beside the program, else the build tree's.
+  std::string shim_library;
+  /// Intra-op threads for libtorch (process-wide); 0: max(1, cores / interpreters)
+  /// so interpreters x threads never oversubscribes the cores.
+  int intra_op_threads = 0;
+  /// Start interpreters 1..N-1 concurrently (interpreter 0 always starts first,
+  /// alone, since it makes the process-global registrations).
+  bool parallel_start = true;
+  /// Cache freed obmalloc arenas (see arena_cache.h). Off only for measurements.
+  bool arena_cache = true;
+  /// Appended to every interpreter's sys.path.
+  std::vector<std::string> extra_sys_path;
+  /// Imported by every interpreter at start. torch must be among the first:
+  /// interpreter 0's `import torch` makes the process-global operator
+  /// registrations the others rely on, so it has to finish before they import it.
+  std::vector<std::string> preload_modules{"torch"};
+};
+
+class InterpreterPool {
+ public:
+  /// Prepares and starts the interpreters; any failure is a status naming it.
+  static StatusOr<std::unique_ptr<InterpreterPool>> Create(PoolOptions options = {});
+  /// Finalizes every interpreter. No session may be open; replicated objects
+  /// still alive keep the interpreters until they go.
+  ~InterpreterPool();
+
+  size_t size() const;
+  const PoolOptions& options() const { return options_; }
+
+  /// A session on an idle (else the least busy) interpreter.
+  InterpreterSession Acquire();
+  /// A session on interpreter `index` (blocks while another thread holds its GIL).
+  InterpreterSession AcquireAt(size_t index);
+
+  ReplicatedObject Replicate(ReplicatedObject::Factory factory);
+
+ private:
+  InterpreterPool(PoolOptions options, std::shared_ptr<detail::PoolState> state)
+      : options_(std::move(options)), state_(std::move(state)) {}
+  const PoolOptions options_;
+  std::shared_ptr<detail::PoolState> state_;
+};
+
+}  // namespace manypy

@@ -1,0 +1,193 @@
+// The per-interpreter side of manypy: one private copy of this library is
+// loaded next to each private copy of libpython, so every symbol here binds to
+// that interpreter's CPython runtime and libtorch_python copy.
+#include <Python.h>
+
+#include <memory>
+#include <string>
+
+#include "interpreters/python_error.h"
+#include "interpreters/shim/boot_source.h"
+#include "interpreters/shim/python_convert.h"
+#include "interpreters/shim/shim_api.h"
+
+namespace manypy::shim {
+namespace {
+
+// Constant after manypy_shim_create; this copy of the library serves exactly one interpreter.
+ShimConfig g_config;
+
+// Set once a thread has entered this interpreter: its PyThreadState is then
+// kept (by one extra, never-released PyGILState_Ensure) instead of being
+// created and destroyed on every session.
+thread_local bool t_thread_state_kept = false;
+
+PyObject* PrepareExtension(PyObject*, PyObject* args) {
+  const char* name;
+  const char* origin;
+  if (!PyArg_ParseTuple(args, "ss", &name, &origin)) return nullptr;
+  const HostCallbacks& cb = g_config.callbacks;
+  if (cb.prepare_extension == nullptr) return PyUnicode_FromString(origin);
+  char out[4096];
+  bool ok;
+  Py_BEGIN_ALLOW_THREADS  // preparing may run patchelf; let other threads of this interpreter run
+  ok = cb.prepare_extension(cb.context, name, origin, out, sizeof(out));
+  Py_END_ALLOW_THREADS
+  if (!ok) {
+    PyErr_Format(PyExc_ImportError, "manypy could not prepare extension module %s (%s): %s", name,
+                 origin, out);
+    return nullptr;
+  }
+  return PyUnicode_FromString(out);
+}
+
+PyMethodDef kManypyMethods[] = {
+    {"prepare_extension", PrepareExtension, METH_VARARGS,
+     "prepare_extension(name, origin) -> path of this interpreter's copy"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyObject* AsObject(Handle h) { return static_cast<PyObject*>(h); }
+
+PyObject* MainDict() {
+  PyObject* main = PyImport_AddModule("__main__");  // borrowed
+  return PyModule_GetDict(main);                     // borrowed
+}
+
+class Shim final : public InterpreterShim {
+ public:
+  int AcquireGil() override {
+    PyGILState_STATE state = PyGILState_Ensure();
+    if (!t_thread_state_kept) {
+      PyGILState_Ensure();
+      t_thread_state_kept = true;
+    }
+    return static_cast<int>(state);
+  }
+  void ReleaseGil(int token) override { PyGILState_Release(static_cast<PyGILState_STATE>(token)); }
+
+  Handle Import(const std::string& module) override {
+    return Check(PyImport_ImportModule(module.c_str()));
+  }
+  Handle GetAttr(Handle object, const std::string& name) override {
+    return Check(PyObject_GetAttrString(AsObject(object), name.c_str()));
+  }
+  bool HasAttr(Handle object, const std::string& name) override {
+    return PyObject_HasAttrString(AsObject(object), name.c_str()) == 1;
+  }
+  Handle Call(Handle callable, const std::vector<Handle>& args, const Kwargs& kwargs) override {
+    PyObject* tuple = Check(PyTuple_New(args.size()));
+    for (size_t i = 0; i < args.size(); ++i) {
+      Py_INCREF(AsObject(args[i]));
+      PyTuple_SET_ITEM(tuple, i, AsObject(args[i]));
+    }
+    PyObject* dict = nullptr;
+    if (!kwargs.empty()) {
+      dict = PyDict_New();
+      for (const auto& [key, value] : kwargs) {
+        PyObject* v = dict ? ToPython(value) : nullptr;
+        if (v == nullptr || PyDict_SetItemString(dict, key.c_str(), v) != 0) {
+          Py_XDECREF(v);
+          Py_XDECREF(dict);
+          Py_DECREF(tuple);
+          ThrowPythonError();
+        }
+        Py_DECREF(v);
+      }
+    }
+    PyObject* result = PyObject_Call(AsObject(callable), tuple, dict);
+    Py_DECREF(tuple);
+    Py_XDECREF(dict);
+    return Check(result);
+  }
+  Handle FromValue(const Value& value) override { return Check(ToPython(value)); }
+  Value ToValue(Handle object) override { return FromPython(AsObject(object)); }
+  void Exec(const std::string& source) override {
+    PyObject* result = PyRun_String(source.c_str(), Py_file_input, MainDict(), MainDict());
+    Py_DECREF(Check(result));
+  }
+  Handle Eval(const std::string& expression) override {
+    return Check(PyRun_String(expression.c_str(), Py_eval_input, MainDict(), MainDict()));
+  }
+  std::string Repr(Handle object) override {
+    PyObject* r = Check(PyObject_Repr(AsObject(object)));
+    const char* s = PyUnicode_AsUTF8(r);
+    std::string out = s ? s : "";
+    Py_DECREF(r);
+    if (s == nullptr) ThrowPythonError();
+    return out;
+  }
+  void IncRef(Handle object) override { Py_INCREF(AsObject(object)); }
+  void DecRef(Handle object) override { Py_DECREF(AsObject(object)); }
+
+  void Finalize() override {
+    PyGILState_Ensure();
+    // Py_FinalizeEx runs atexit hooks and frees every module of this runtime;
+    // the library copies stay mapped (libtorch may still point into them).
+    Py_FinalizeEx();
+  }
+};
+
+// Runs in a fresh runtime with the GIL held.
+void Boot(const ShimConfig& config) {
+  PyObject* module = Check(PyModule_New("_manypy"));
+  PyModule_AddFunctions(module, kManypyMethods);
+  PyModule_AddIntConstant(module, "index", config.index);
+  PyModule_AddObjectRef(module, "owns_registrations", config.owns_registrations ? Py_True : Py_False);
+  PyObject* modules = PyImport_GetModuleDict();  // borrowed
+  PyDict_SetItemString(modules, "_manypy", module);
+  Py_DECREF(module);
+
+  PyObject* globals = Check(PyDict_New());
+  PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
+  PyDict_SetItemString(globals, "__name__", PyUnicode_FromString("manypy_boot"));
+  PyObject* result = PyRun_String(kBootSource, Py_file_input, globals, globals);
+  Py_DECREF(globals);
+  Py_DECREF(Check(result));
+
+  // `site` is imported only now, so even its imports go through the finder.
+  std::string site = "import site\nsite.main()\n";
+  for (const auto& p : config.extra_sys_path) {
+    PyObject* path = PySys_GetObject("path");  // borrowed
+    PyObject* s = Check(PyUnicode_FromString(p.c_str()));
+    PyList_Append(path, s);
+    Py_DECREF(s);
+  }
+  Py_DECREF(Check(PyRun_String(site.c_str(), Py_file_input, MainDict(), MainDict())));
+  for (const auto& m : config.preload_modules) Py_DECREF(Check(PyImport_ImportModule(m.c_str())));
+}
+
+}  // namespace
+
+}  // namespace manypy::shim
+
+extern "C" __attribute__((visibility("default"))) manypy::shim::InterpreterShim*
+manypy_shim_create(const manypy::shim::ShimConfig* config, std::string* error) {
+  using namespace manypy::shim;
+  g_config = *config;
+  const HostCallbacks& cb = g_config.callbacks;
+  if (cb.arena_alloc != nullptr) {
+    PyObjectArenaAllocator arenas{cb.arena_context, cb.arena_alloc, cb.arena_free};
+    PyObject_SetArenaAllocator(&arenas);  // copied by CPython; must precede initialisation
+  }
+  PyConfig pc;
+  PyConfig_InitIsolatedConfig(&pc);  // ignore PYTHON* variables and the user's site directory
+  pc.install_signal_handlers = 0;    // signals belong to the host process
+  pc.site_import = 0;                // imported by Boot, after the extension finder is installed
+  pc.parse_argv = 0;
+  PyStatus st = PyConfig_SetBytesString(&pc, &pc.program_name, g_config.python_executable.c_str());
+  if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&pc);
+  PyConfig_Clear(&pc);
+  if (PyStatus_Exception(st)) {
+    *error = std::string("Python initialisation failed: ") + (st.err_msg ? st.err_msg : "?");
+    return nullptr;
+  }
+  try {
+    Boot(g_config);
+  } catch (const manypy::PythonError& e) {
+    *error = "interpreter boot failed: " + std::string(e.what()) + "\n" + e.traceback();
+    return nullptr;
+  }
+  PyEval_SaveThread();  // the creating thread releases the GIL; sessions take it
+  return new Shim();
+}

@@ -1,0 +1,76 @@
+// The boundary between the host and one interpreter's private copy of the shim
+// library (the only code that includes Python.h). No Python types cross it:
+// objects are opaque Handles, data is Value, errors are PythonError.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "interpreters/value.h"
+
+namespace manypy::shim {
+
+/// An owned (strong) reference to a Python object in one interpreter.
+using Handle = void*;
+using Kwargs = std::vector<std::pair<std::string, Value>>;
+
+/// Host services the interpreter calls back into. Plain function pointers:
+/// the shim is a separately loaded object and shares no C++ state with the host.
+struct HostCallbacks {
+  void* context = nullptr;
+  /// Returns the prepared per-interpreter copy of an extension module at
+  /// `origin` into `out` (capacity out_len). On failure writes the reason and returns false.
+  bool (*prepare_extension)(void* context, const char* module, const char* origin, char* out,
+                            size_t out_len) = nullptr;
+  /// obmalloc arena hooks (PyObjectArenaAllocator), context = arena_context.
+  void* arena_context = nullptr;
+  void* (*arena_alloc)(void* context, size_t size) = nullptr;
+  void (*arena_free)(void* context, void* ptr, size_t size) = nullptr;
+};
+
+struct ShimConfig {
+  int index = 0;                 ///< interpreter index in its pool; 0 makes global registrations
+  bool owns_registrations = true;  ///< may make process-global torch.library registrations
+  std::string python_executable;   ///< used to compute sys.prefix (Debian's /usr/bin/python3)
+  std::vector<std::string> extra_sys_path;
+  std::vector<std::string> preload_modules;  ///< imported at boot, in order
+  HostCallbacks callbacks;
+};
+
+/// One live interpreter. Every method except AcquireGil/ReleaseGil/Finalize
+/// requires the calling thread to hold this interpreter's GIL (via AcquireGil).
+class InterpreterShim {
+ public:
+  virtual ~InterpreterShim() = default;
+
+  /// Takes the GIL for the calling thread (reentrant); returns a token for ReleaseGil.
+  virtual int AcquireGil() = 0;
+  virtual void ReleaseGil(int token) = 0;
+
+  virtual Handle Import(const std::string& module) = 0;
+  virtual Handle GetAttr(Handle object, const std::string& name) = 0;
+  virtual bool HasAttr(Handle object, const std::string& name) = 0;
+  virtual Handle Call(Handle callable, const std::vector<Handle>& args, const Kwargs& kwargs) = 0;
+  virtual Handle FromValue(const Value& value) = 0;
+  virtual Value ToValue(Handle object) = 0;
+  /// Runs statements in the interpreter's __main__ namespace.
+  virtual void Exec(const std::string& source) = 0;
+  /// Evaluates an expression in __main__.
+  virtual Handle Eval(const std::string& expression) = 0;
+  virtual std::string Repr(Handle object) = 0;
+  virtual void IncRef(Handle object) = 0;
+  virtual void DecRef(Handle object) = 0;
+
+  /// Tears the interpreter down. The caller must not hold the GIL; no other
+  /// thread may use the interpreter during or after this call.
+  virtual void Finalize() = 0;
+};
+
+/// The single entry point exported by the shim library.
+/// Returns nullptr and writes the reason into `error` on failure.
+using CreateFn = InterpreterShim* (*)(const ShimConfig* config, std::string* error);
+inline constexpr const char* kCreateSymbol = "manypy_shim_create";
+
+}  // namespace manypy::shim
