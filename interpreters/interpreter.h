@@ -37,6 +37,7 @@ class Interpreter {
 
   shim::InterpreterShim& shim() const { return *shim_; }
   int index() const { return options_.index; }
+  bool owns_registrations() const { return options_.owns_registrations; }
 
  private:
   Interpreter(ImagePreparer* preparer, Options options) : preparer_(preparer), options_(options) {}

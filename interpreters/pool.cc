@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -35,6 +36,11 @@ std::string DefaultShimLibrary() {
   return MANYPY_BUILD_SHIM_LIBRARY;
 }
 
+// libtorch's dispatcher is process-wide: the first interpreter of the process
+// makes the Python-level operator registrations (torch.library) and later
+// interpreters, in any pool, must not repeat them.
+std::atomic<bool> g_registrations_claimed{false};
+
 PoolOptions WithDefaults(PoolOptions o) {
   if (o.interpreters == 0) o.interpreters = HardwareCores();
   if (o.cache_dir.empty()) o.cache_dir = DefaultCacheDir();
@@ -58,10 +64,11 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
   if (!preparer.ok()) return preparer.status();
   state->preparer = std::move(*preparer);
 
+  bool owner = !g_registrations_claimed.exchange(true);
   auto start = [&](size_t i) {
     Interpreter::Options o;
     o.index = static_cast<int>(i);
-    o.owns_registrations = i == 0;
+    o.owns_registrations = owner && i == 0;
     o.python_executable = options.python_executable;
     o.extra_sys_path = options.extra_sys_path;
     o.preload_modules = options.preload_modules;
@@ -71,6 +78,7 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
   // Interpreter 0 first and alone: it makes the process-global registrations.
   std::vector<StatusOr<std::unique_ptr<Interpreter>>> started;
   started.push_back(start(0));
+  if (owner && !started[0].ok()) g_registrations_claimed = false;  // let a later pool try
   for (size_t i = 1; i < options.interpreters; ++i) started.push_back(Internal("not started"));
   if (started[0].ok() && options.parallel_start) {
     std::vector<std::thread> threads;

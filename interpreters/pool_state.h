@@ -13,10 +13,17 @@ namespace manypy::detail {
 
 struct PoolState {
   explicit PoolState(size_t n) : balancer(n) {}
-  // Interpreters are finalized before the preparer they call into, the one
-  // that made the global registrations last.
+  // Interpreters are finalized before the preparer they call into. The one
+  // that made the process-global registrations is never finalized: the
+  // dispatcher keeps Python kernels that live in it until the process exits.
   ~PoolState() {
-    while (!interpreters.empty()) interpreters.pop_back();
+    while (!interpreters.empty()) {
+      if (interpreters.back()->owns_registrations()) {
+        interpreters.back().release();  // NOLINT: deliberately kept alive
+        preparer.release();             // NOLINT: it may still import extensions
+      }
+      interpreters.pop_back();
+    }
   }
 
   std::unique_ptr<ImagePreparer> preparer;

@@ -1,0 +1,203 @@
+// Behaviour of a pool: isolation, values both ways, zero-copy tensors,
+// third-party and never-seen extension modules, replicated objects, shutdown.
+#include "interpreters/pool.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "interpreters/python_error.h"
+#include "tests/test_util/pool_fixture.h"
+
+namespace manypy {
+namespace {
+
+using testing::MakePool;
+
+TEST(PoolTest, GlobalsAndModuleAttributesAreIsolated) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  {
+    auto s = pool->AcquireAt(0);
+    s.Exec("secret = 41\nimport json\njson.manypy_marker = 'interp0'");
+  }
+  auto s1 = pool->AcquireAt(1);
+  EXPECT_FALSE(s1.Eval("'secret' in globals()").ToValue().to_bool());
+  EXPECT_FALSE(s1.Eval("hasattr(__import__('json'), 'manypy_marker')").ToValue().to_bool());
+}
+
+TEST(PoolTest, EachInterpreterHasItsOwnTorchModule) {
+  auto pool = MakePool(3);
+  ASSERT_NE(pool, nullptr);
+  std::set<int64_t> torch_ids;
+  std::set<std::string> torch_c_copies;
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    torch_ids.insert(s.Eval("id(__import__('torch'))").ToValue().to_int());
+    torch_c_copies.insert(s.Eval("__import__('torch')._C.__spec__.origin").ToValue().to_str());
+    // __file__ still names the real module, for code that looks beside it.
+    EXPECT_EQ(s.Eval("__import__('torch')._C.__file__").ToValue().to_str(),
+              "/usr/lib/python3/dist-packages/torch/_C.cpython-311-x86_64-linux-gnu.so");
+  }
+  EXPECT_EQ(torch_ids.size(), 3u);
+  EXPECT_EQ(torch_c_copies.size(), 3u);
+}
+
+TEST(PoolTest, ValuesRoundTripBothWays) {
+  auto pool = MakePool(1);
+  ASSERT_NE(pool, nullptr);
+  auto s = pool->Acquire();
+  s.Exec("def echo(x):\n    return x\n");
+  Value in = Value::Dict({
+      {Value("none"), Value()},
+      {Value("flag"), Value(true)},
+      {Value("int"), Value(-(int64_t{1} << 50))},
+      {Value("float"), Value(0.25)},
+      {Value("str"), Value("héllo")},
+      {Value("bytes"), Value::Bytes(std::string("\0\xff", 2))},
+      {Value("list"), Value::List({Value(1), Value("two")})},
+      {Value("tuple"), Value::Tuple({Value(3.0), Value::List({})})},
+      {Value(7), Value("int key")},
+  });
+  Value out = s.Global("__main__", "echo").Call({in}).ToValue();
+  EXPECT_EQ(out.DebugString(), in.DebugString());
+  EXPECT_EQ(out.Find("bytes")->to_bytes(), std::string("\0\xff", 2));
+  EXPECT_EQ(out.Find("tuple")->kind(), Value::Kind::kTuple);
+  EXPECT_EQ(s.Eval("type(echo(True)).__name__").ToValue().to_str(), "bool");
+}
+
+TEST(PoolTest, TensorsCrossWithoutCopying) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  at::Tensor t = at::arange(12, at::kFloat).reshape({3, 4});
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    s.Exec("import torch\ndef ptr(x):\n    return x.data_ptr()\ndef same(x):\n    return x\n");
+    EXPECT_EQ(s.Global("__main__", "ptr").Call({t}).ToValue().to_int(),
+              reinterpret_cast<int64_t>(t.data_ptr()));
+    at::Tensor back = s.Global("__main__", "same").Call({t}).ToValue().to_tensor();
+    EXPECT_EQ(back.data_ptr(), t.data_ptr());
+    EXPECT_TRUE(back.equal(t));
+  }
+  // A tensor made in one interpreter can be handed to another.
+  at::Tensor made;
+  {
+    auto s = pool->AcquireAt(0);
+    made = s.Eval("torch.full((2,), 5.0)").ToValue().to_tensor();
+  }
+  auto s1 = pool->AcquireAt(1);
+  EXPECT_DOUBLE_EQ(s1.Eval("lambda x: float(x.sum())").Call({made}).ToValue().to_double(), 10.0);
+}
+
+TEST(PoolTest, NumpyAndTorchvisionWorkInEveryInterpreter) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    s.Exec(R"PY(
+import numpy as np, torch, torchvision
+a = np.arange(6, dtype=np.float32).reshape(2, 3)
+t = torch.from_numpy(a) * 2
+boxes = torch.tensor([[0., 0., 10., 10.], [1., 1., 11., 11.], [50., 50., 60., 60.]])
+keep = torchvision.ops.nms(boxes, torch.tensor([0.9, 0.8, 0.7]), 0.5)
+result = (float(t.sum()), keep.tolist(), np.__name__)
+)PY");
+    Value r = s.Eval("result").ToValue();
+    EXPECT_DOUBLE_EQ(r.items()[0].to_double(), 30.0);
+    EXPECT_EQ(r.items()[1].DebugString(), "[0, 2]");
+  }
+}
+
+TEST(PoolTest, NeverSeenExtensionModuleGetsAPrivateCopyPerInterpreter) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  {
+    auto s = pool->AcquireAt(0);
+    s.Exec("import manypy_counter_ext as c\nfor _ in range(3): c.increment()");
+    EXPECT_EQ(s.Eval("c.value()").ToValue().to_int(), 3);
+  }
+  auto s = pool->AcquireAt(1);
+  s.Exec("import manypy_counter_ext as c");
+  // The C static lives in each interpreter's own copy of the module.
+  EXPECT_EQ(s.Eval("c.value()").ToValue().to_int(), 0);
+  EXPECT_EQ(s.Eval("c.increment()").ToValue().to_int(), 1);
+}
+
+TEST(PoolTest, StdlibExtensionModulesImportEverywhere) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    s.Exec("import decimal, _json, mmap, sqlite3\nv = str(decimal.Decimal('1.1') * 2)");
+    EXPECT_EQ(s.Eval("v").ToValue().to_str(), "2.2");
+  }
+}
+
+TEST(PoolTest, ReplicatedObjectIsCreatedLazilyInEachInterpreter) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  int factory_calls = 0;
+  ReplicatedObject model = pool->Replicate([&](InterpreterSession& s) {
+    ++factory_calls;
+    s.Exec("import torch\ntorch.manual_seed(0)\nlin = torch.nn.Linear(4, 2)\n");
+    return s.Eval("lin");
+  });
+  EXPECT_EQ(model.instances(), 0u);
+  at::Tensor x = at::ones({1, 4});
+  std::vector<at::Tensor> outputs;
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    outputs.push_back(model.In(s).Call({x}).ToValue().to_tensor());
+    outputs.push_back(model.In(s).Call({x}).ToValue().to_tensor());
+  }
+  EXPECT_EQ(factory_calls, 2);
+  EXPECT_EQ(model.instances(), 2u);
+  for (auto& o : outputs) EXPECT_TRUE(o.allclose(outputs[0]));
+  EXPECT_TRUE(model.Call({x}).to_tensor().allclose(outputs[0]));
+}
+
+class PoolSizeTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(PoolSizeTest, StartsCallsAndShutsDown) {
+  auto pool = MakePool(GetParam());
+  ASSERT_NE(pool, nullptr);
+  ASSERT_EQ(pool->size(), static_cast<size_t>(GetParam()));
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    EXPECT_EQ(s.Eval("__import__('_manypy').index").ToValue().to_int(), static_cast<int64_t>(i));
+    EXPECT_EQ(s.Eval("int(__import__('torch').ones(3).sum())").ToValue().to_int(), 3);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OneToFour, PoolSizeTest, ::testing::Values(1, 2, 3, 4));
+
+TEST(PoolTest, PoolsCanBeCreatedAndDestroyedRepeatedlyInOneProcess) {
+  for (int round = 0; round < 3; ++round) {
+    auto pool = MakePool(2);
+    ASSERT_NE(pool, nullptr);
+    ReplicatedObject obj = pool->Replicate([](InterpreterSession& s) { return s.Eval("lambda: [1, 2]"); });
+    EXPECT_EQ(obj.Call({}).DebugString(), "[1, 2]") << "round " << round;
+  }
+  // Nothing half-written is left in the cache.
+  for (auto& e : std::filesystem::recursive_directory_iterator(getenv("MANYPY_CACHE_DIR")
+                                                                    ? getenv("MANYPY_CACHE_DIR")
+                                                                    : MANYPY_TEST_CACHE_DIR)) {
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  }
+}
+
+TEST(PoolTest, ThreadPolicyDoesNotOversubscribe) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  EXPECT_GE(pool->options().intra_op_threads, 1);
+  EXPECT_LE(static_cast<size_t>(pool->options().intra_op_threads) * pool->size(),
+            std::max<size_t>(pool->size(), std::thread::hardware_concurrency()));
+  auto s = pool->Acquire();
+  EXPECT_EQ(s.Eval("__import__('torch').get_num_threads()").ToValue().to_int(),
+            pool->options().intra_op_threads);
+}
+
+}  // namespace
+}  // namespace manypy
