@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test serve demo bench-pool clean
+.PHONY: all deps configure build test serve demo models bench-pool bench-memory clean
 
 all: build
 
@@ -24,6 +24,10 @@ test: build
 # Until the gRPC server exists this runs the interpreter-pool demo.
 serve: build
 	$(BUILD)/bin/manypy-pool-demo
+
+# Packages the example models into $(BUILD)/model-repository with manypy-package.
+models: build
+	/usr/bin/python3 models/make_repository.py --out $(BUILD)/model-repository
 
 bench-pool: build
 	mkdir -p bench-results

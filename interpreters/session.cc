@@ -99,6 +99,10 @@ Obj InterpreterSession::Eval(const std::string& expression) {
   return Obj(shim_, shim_->Eval(expression));
 }
 
+Obj InterpreterSession::DefineModule(const std::string& name, const std::string& source) {
+  return Global("_manypy", "define_module").Call({name, source, "<manypy:" + name + ">"});
+}
+
 Obj InterpreterSession::FromValue(const Value& value) {
   return Obj(shim_, shim_->FromValue(value));
 }

@@ -71,6 +71,9 @@ class InterpreterSession {
   /// Evaluates an expression in this interpreter's __main__.
   Obj Eval(const std::string& expression);
   Obj FromValue(const Value& value);
+  /// Module `name` of this interpreter, created from `source` on first use
+  /// (for Python code the host ships as text).
+  Obj DefineModule(const std::string& name, const std::string& source);
 
  private:
   friend class ReplicatedObject;

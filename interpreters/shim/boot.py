@@ -5,6 +5,7 @@
 import importlib.machinery
 import importlib.util
 import sys
+import types
 
 import _manypy
 
@@ -69,6 +70,20 @@ class ManypyExtensionFinder:
     def invalidate_caches(cls):
         importlib.machinery.PathFinder.invalidate_caches()
 
+
+def define_module(name, source, filename):
+    """Returns module `name`, first creating it from `source` if it does not
+    exist yet (host code shipped as text, e.g. the model runtime)."""
+    module = sys.modules.get(name)
+    if module is None:
+        module = types.ModuleType(name)
+        module.__file__ = filename
+        exec(compile(source, filename, "exec"), module.__dict__)
+        sys.modules[name] = module
+    return module
+
+
+_manypy.define_module = define_module
 
 # Before the PathFinder (built-in and frozen modules need no copies).
 sys.meta_path.insert(sys.meta_path.index(importlib.machinery.PathFinder), ManypyExtensionFinder)

@@ -260,6 +260,21 @@ void PrintRatios(const std::vector<Record>& records) {
   }
 }
 
+/// Flags reported runs whose threads could not all run at once: outside
+/// shared_interpreter each of T threads keeps a core busy, so cpu_cores well
+/// under T means another process held cores and the numbers measure that.
+void WarnAboutBusyMachine(const std::vector<Record>& records) {
+  for (const auto& r : records) {
+    if (r.mode == "shared_interpreter") continue;
+    if (r.result.cpu_cores < 0.9 * static_cast<double>(r.threads)) {
+      fprintf(stderr,
+              "WARNING: %s %s T=%zu used only %.2f cores: the machine was busy; "
+              "rerun when it is idle\n",
+              r.model.c_str(), r.mode.c_str(), r.threads, r.result.cpu_cores);
+    }
+  }
+}
+
 bool WriteJson(const std::string& path, const std::vector<Record>& records) {
   std::error_code ec;
   auto parent = std::filesystem::path(path).parent_path();
@@ -419,31 +434,41 @@ void BenchModel(manypy::InterpreterPool& pool, const ModelSpec& spec, double bas
   const double warmup_seconds = seconds / 4;
   constexpr int kRepetitions = 3;
 
+  // Every (thread count, mode) pair is one configuration.
+  struct Config {
+    size_t threads;
+    const Mode* mode;
+    std::vector<RunResult> runs;
+  };
+  std::vector<Config> configs;
   for (size_t threads = 1; threads <= cores; ++threads) {
-    // Warm every mode first (TorchScript's profiling executor specializes on
-    // its first calls; allocators and caches settle), untimed.
-    for (const Mode& mode : modes) TimedRun(threads, warmup_seconds, spec.warmup_calls, mode.call);
-    // Repetitions interleave the modes, so slow drift in background load on a
-    // shared machine hits every mode alike instead of favouring one; each mode
-    // then reports its median repetition (by calls_per_s).
-    std::vector<std::vector<RunResult>> runs(modes.size());
-    for (int rep = 0; rep < kRepetitions; ++rep) {
-      for (size_t m = 0; m < modes.size(); ++m) {
-        RunResult r = TimedRun(threads, seconds, spec.warmup_calls, modes[m].call);
-        fprintf(stderr,
-                "[%s] %-18s T=%zu rep %d/%d: %9.1f calls/s  p50 %8.1f us  p99 %8.1f us  "
-                "cpu %.2f cores\n",
-                spec.name.c_str(), modes[m].name, threads, rep + 1, kRepetitions, r.calls_per_s,
-                r.p50_us, r.p99_us, r.cpu_cores);
-        runs[m].push_back(r);
-      }
+    for (const Mode& mode : modes) configs.push_back({threads, &mode, {}});
+  }
+  // Warm each configuration first, untimed: TorchScript's profiling executor
+  // specializes on its first calls, allocators and caches settle.
+  for (const Config& c : configs) {
+    TimedRun(c.threads, warmup_seconds, spec.warmup_calls, c.mode->call);
+  }
+  // Each repetition runs every configuration once, so a slow phase of the
+  // (shared, virtual) machine lands on all of them alike rather than on one
+  // mode or thread count; each configuration then reports its median
+  // repetition by calls_per_s.
+  for (int rep = 0; rep < kRepetitions; ++rep) {
+    for (Config& c : configs) {
+      RunResult r = TimedRun(c.threads, seconds, spec.warmup_calls, c.mode->call);
+      fprintf(stderr,
+              "[%s] %-18s T=%zu rep %d/%d: %9.1f calls/s  p50 %8.1f us  p99 %8.1f us  "
+              "cpu %.2f cores\n",
+              spec.name.c_str(), c.mode->name, c.threads, rep + 1, kRepetitions, r.calls_per_s,
+              r.p50_us, r.p99_us, r.cpu_cores);
+      c.runs.push_back(r);
     }
-    for (size_t m = 0; m < modes.size(); ++m) {
-      size_t used = modes[m].uses == Uses::kOnePerThread    ? threads
-                    : modes[m].uses == Uses::kOneInterpreter ? 1
-                                                             : 0;
-      records->push_back({spec.name, modes[m].name, threads, used, MedianRun(runs[m])});
-    }
+  }
+  for (const Config& c : configs) {
+    size_t used = c.mode->uses == Uses::kOnePerThread    ? c.threads
+                  : c.mode->uses == Uses::kOneInterpreter ? 1
+                                                          : 0;
+    records->push_back({spec.name, c.mode->name, c.threads, used, MedianRun(c.runs)});
   }
 }
 
@@ -481,6 +506,7 @@ int main(int argc, char** argv) {
 
   PrintTable(records);
   PrintRatios(records);
+  WarnAboutBusyMachine(records);
   if (!WriteJson(flags.out, records)) {
     fprintf(stderr, "manypy-bench-pool: cannot write %s\n", flags.out.c_str());
     return 1;

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Packages every example model into a model repository: DIR/<name>.mpk.
+
+    /usr/bin/python3 models/make_repository.py --out build/model-repository
+
+(`make models` runs exactly that.) Each model module in this folder has a
+build() factory, a SIGNATURE dict (keyword arguments for
+manypy.package.export) and example_inputs(); the example is run once to
+check the declared signature. One archive per model, version 1, entry point
+kind "pickle", the model's module interned. An archive newer than its model
+module and the packaging tool is kept (prints "up to date"); --force
+rebuilds. Archives are written to a temporary file and renamed, and their
+bytes are deterministic, so reruns are idempotent.
+"""
+import argparse
+import importlib
+import os
+import sys
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+MANYPY_PYTHON = os.path.join(REPO, "package_format", "python")
+
+# Every example model, in the order they are packaged.
+MODELS = (
+    "resnet18",
+    "resnet50",
+    "mobilenet_v3_small",
+    "text_classifier",
+    "python_heavy",
+    "two_io",
+    "numpy_model",
+)
+
+
+def _setup_path():
+    for folder in (MANYPY_PYTHON, HERE):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+
+
+def load(name):
+    """The model module `name` from this folder, imported as a top-level
+    module (the name it has inside its archive)."""
+    _setup_path()
+    return importlib.import_module(name)
+
+
+def _inputs_mtime(module):
+    files = [module.__file__, os.path.abspath(__file__)]
+    tool = os.path.join(MANYPY_PYTHON, "manypy")
+    files += [os.path.join(tool, f) for f in os.listdir(tool) if f.endswith(".py")]
+    return max(os.path.getmtime(f) for f in files)
+
+
+def package_model(name, out_dir, force=False):
+    """Writes out_dir/<name>.mpk; returns (path, manifest or None if it was
+    up to date)."""
+    _setup_path()
+    import manypy.package
+
+    module = load(name)
+    path = os.path.join(out_dir, f"{name}.mpk")
+    if not force and os.path.exists(path) and os.path.getmtime(path) >= _inputs_mtime(module):
+        return path, None
+    manifest = manypy.package.export(
+        module.build(), path, name=name, version=1,
+        example_inputs=module.example_inputs(), modules=[module], **module.SIGNATURE)
+    return path, manifest
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="the model repository folder to fill")
+    parser.add_argument("--only", action="append", choices=MODELS, metavar="NAME",
+                        help="package only this model (repeatable)")
+    parser.add_argument("--force", action="store_true", help="rebuild archives that are up to date")
+    args = parser.parse_args(argv)
+
+    os.makedirs(args.out, exist_ok=True)
+    start = time.monotonic()
+    for name in args.only or MODELS:
+        t0 = time.monotonic()
+        path, manifest = package_model(name, args.out, args.force)
+        size = os.path.getsize(path)
+        state = "up to date" if manifest is None else f"{time.monotonic() - t0:.1f} s"
+        print(f"{name:<20} {size / 1e6:9.2f} MB  {path}  ({state})", flush=True)
+    print(f"model repository {args.out}: {len(args.only or MODELS)} models "
+          f"in {time.monotonic() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+#include "package_format/manifest.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <set>
+
+#include "package_format/json_fields.h"
+
+namespace manypy {
+namespace {
+
+using json = nlohmann::json;
+
+struct DatatypeInfo {
+  const char* name;
+  int64_t bytes;
+};
+constexpr DatatypeInfo kDatatypes[] = {{"BOOL", 1},   {"UINT8", 1}, {"UINT16", 2}, {"UINT32", 4},
+                                       {"UINT64", 8}, {"INT8", 1},  {"INT16", 2},  {"INT32", 4},
+                                       {"INT64", 8},  {"FP16", 2},  {"BF16", 2},   {"FP32", 4},
+                                       {"FP64", 8},   {"BYTES", -1}};
+constexpr int64_t kMaxBatchSize = 65536;
+
+bool Identifier(const std::string& s) {
+  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
+         std::all_of(s.begin(), s.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+}
+
+// Every `sep`-separated part of `s` satisfies `part` (so no part is empty unless `part` says so).
+template <typename Pred>
+bool AllParts(const std::string& s, char sep, Pred part) {
+  size_t start = 0;
+  for (size_t end; (end = s.find(sep, start)) != std::string::npos; start = end + 1)
+    if (!part(s.substr(start, end - start))) return false;
+  return part(s.substr(start));
+}
+
+bool Charset(const std::string& s, size_t max_len, const char* punctuation) {
+  return !s.empty() && s.size() <= max_len && std::all_of(s.begin(), s.end(), [&](unsigned char c) {
+    return std::isalnum(c) || (c != 0 && std::strchr(punctuation, c) != nullptr);
+  });
+}
+
+// Python modules and torch.package package names alike.
+bool DottedModule(const std::string& s) { return AllParts(s, '.', Identifier); }
+
+// A relative path inside the archive that cannot escape or alias another: no empty, '.' or
+// '..' components (so no leading '/'), no backslash or NUL.
+bool SafeRelativePath(const std::string& s) {
+  return s.size() <= 1024 && s.find_first_of(std::string("\\\0", 2)) == std::string::npos &&
+         AllParts(s, '/', [](const std::string& p) { return !p.empty() && p != "." && p != ".."; });
+}
+
+// The JSON value as an int64, if it is an integer that fits.
+bool AsInt64(const json& j, int64_t* out) {
+  if (!j.is_number_integer() || (j.is_number_unsigned() && j.get<uint64_t>() > INT64_MAX))
+    return false;
+  *out = j.get<int64_t>();
+  return true;
+}
+
+std::string DatatypeList() {
+  std::string out;
+  for (const DatatypeInfo& d : kDatatypes) out += (out.empty() ? "" : ", ") + std::string(d.name);
+  return out;
+}
+
+Status ParseTensors(const JsonFields& top, const std::string& key, std::vector<TensorSpec>* out) {
+  StatusOr<const json*> list = top.List(key, true);
+  if (!list.ok()) return list.status();
+  if ((*list)->empty()) return top.Error(key, "must list at least one tensor");
+  std::set<std::string> names;
+  for (size_t i = 0; i < (*list)->size(); ++i) {
+    const std::string path = key + "[" + std::to_string(i) + "]";
+    const json& item = (**list)[i];
+    if (!item.is_object())
+      return top.Error(path, std::string("expected an object, got ") + JsonFields::TypeName(item));
+    JsonFields f(top.archive(), item, top.Path(path) + ".");
+    TensorSpec t;
+    MANYPY_RETURN_IF_ERROR(f.Only({"name", "datatype", "shape"}));
+    MANYPY_RETURN_IF_ERROR(f.String("name", true, &t.name));
+    if (!Charset(t.name, 128, "_.:-"))
+      return f.Error("name", "'" + t.name + "' is not 1-128 characters of [A-Za-z0-9_.:-]");
+    if (!names.insert(t.name).second) return f.Error("name", "duplicate name '" + t.name + "'");
+    MANYPY_RETURN_IF_ERROR(f.String("datatype", true, &t.datatype));
+    if (!IsValidDatatype(t.datatype))
+      return f.Error("datatype", "unknown datatype '" + t.datatype + "' (expected one of " +
+                                     DatatypeList() + ")");
+    StatusOr<const json*> shape = f.List("shape", true);
+    if (!shape.ok()) return shape.status();
+    for (size_t d = 0; d < (*shape)->size(); ++d) {
+      int64_t dim = 0;
+      if (!AsInt64((**shape)[d], &dim) || (dim < 1 && dim != -1))
+        return f.Error("shape[" + std::to_string(d) + "]",
+                       "expected an integer >= 1 or -1 (variable), got " + (**shape)[d].dump());
+      t.shape.push_back(dim);
+    }
+    out->push_back(std::move(t));
+  }
+  return Status::Ok();
+}
+
+Status ParseEntryPoint(const JsonFields& top, EntryPoint* ep) {
+  StatusOr<const json*> obj = top.Object("entry_point", true);
+  if (!obj.ok()) return obj.status();
+  JsonFields f(top.archive(), **obj, "entry_point.");
+  MANYPY_RETURN_IF_ERROR(f.String("kind", true, &ep->kind));
+  if (ep->kind == "pickle") {
+    MANYPY_RETURN_IF_ERROR(f.Only({"kind", "package", "resource"}));
+    MANYPY_RETURN_IF_ERROR(f.String("package", false, &ep->package));
+    MANYPY_RETURN_IF_ERROR(f.String("resource", false, &ep->resource));
+  } else if (ep->kind == "factory") {
+    MANYPY_RETURN_IF_ERROR(f.Only({"kind", "module", "function", "weights"}));
+    ep->package.clear();
+    ep->resource.clear();
+    MANYPY_RETURN_IF_ERROR(f.String("module", true, &ep->module));
+    if (!DottedModule(ep->module))
+      return f.Error("module", "'" + ep->module + "' is not a dotted Python module name");
+    MANYPY_RETURN_IF_ERROR(f.String("function", true, &ep->function));
+    if (!Identifier(ep->function))
+      return f.Error("function", "'" + ep->function + "' is not a Python identifier");
+    StatusOr<const json*> weights = f.Object("weights", false);
+    if (!weights.ok()) return weights.status();
+    if (*weights == nullptr) return Status::Ok();
+    JsonFields w(top.archive(), **weights, "entry_point.weights.");
+    MANYPY_RETURN_IF_ERROR(w.Only({"package", "resource"}));
+    MANYPY_RETURN_IF_ERROR(w.String("package", true, &ep->weights_package));
+    MANYPY_RETURN_IF_ERROR(w.String("resource", true, &ep->weights_resource));
+    if (!DottedModule(ep->weights_package))
+      return w.Error("package", "'" + ep->weights_package + "' is not a dotted package name");
+    if (!SafeRelativePath(ep->weights_resource))
+      return w.Error("resource", "'" + ep->weights_resource + "' is not a safe relative path");
+    return Status::Ok();
+  } else {
+    return f.Error("kind", "unknown kind '" + ep->kind + "' (expected pickle or factory)");
+  }
+  if (!DottedModule(ep->package))
+    return f.Error("package", "'" + ep->package + "' is not a dotted package name");
+  if (!SafeRelativePath(ep->resource))
+    return f.Error("resource", "'" + ep->resource + "' is not a safe relative path");
+  return Status::Ok();
+}
+
+Status ParseBatching(const JsonFields& top, Manifest* m) {
+  StatusOr<const json*> obj = top.Object("batching", false);
+  if (!obj.ok() || *obj == nullptr) return obj.status();
+  JsonFields f(top.archive(), **obj, "batching.");
+  MANYPY_RETURN_IF_ERROR(
+      f.Only({"dynamic", "preferred_batch_sizes", "max_queue_delay_microseconds"}));
+  MANYPY_RETURN_IF_ERROR(f.Bool("dynamic", &m->batching.dynamic));
+  if (m->batching.dynamic && m->max_batch_size == 0)
+    return f.Error("dynamic", "dynamic batching needs max_batch_size > 0");
+  StatusOr<const json*> sizes = f.List("preferred_batch_sizes", false);
+  if (!sizes.ok()) return sizes.status();
+  for (size_t i = 0; *sizes != nullptr && i < (*sizes)->size(); ++i) {
+    int64_t size = 0;
+    if (!AsInt64((**sizes)[i], &size) || size < 1 || size > m->max_batch_size)
+      return f.Error("preferred_batch_sizes[" + std::to_string(i) + "]",
+                     (**sizes)[i].dump() + " is not an integer in 1..max_batch_size (" +
+                         std::to_string(m->max_batch_size) + ")");
+    m->batching.preferred_batch_sizes.push_back(size);
+  }
+  MANYPY_RETURN_IF_ERROR(
+      f.Int("max_queue_delay_microseconds", false, &m->batching.max_queue_delay_microseconds));
+  if (m->batching.max_queue_delay_microseconds < 0)
+    return f.Error("max_queue_delay_microseconds", "must be >= 0");
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Manifest> ParseManifest(const std::string& json_text,
+                                 const std::string& archive_for_errors) {
+  StatusOr<json> doc = JsonFields::ParseObject(json_text, archive_for_errors + ": manifest");
+  if (!doc.ok()) return doc.status();
+  JsonFields f(archive_for_errors, *doc, "");
+  Manifest m;
+  // The version first: a newer manifest should say so, not fail on its new fields.
+  MANYPY_RETURN_IF_ERROR(f.Int("schema_version", true, &m.schema_version));
+  if (m.schema_version != 1)
+    return f.Error("schema_version", "unsupported schema version " +
+                                         std::to_string(m.schema_version) +
+                                         " (this reader knows 1)");
+  MANYPY_RETURN_IF_ERROR(
+      f.Only({"schema_version", "name", "version", "platform", "entry_point", "method", "inputs",
+              "outputs", "max_batch_size", "batching", "instance_count", "device", "description"}));
+  MANYPY_RETURN_IF_ERROR(f.String("name", true, &m.name));
+  if (!Charset(m.name, 128, "_.-") || m.name[0] == '.')
+    return f.Error("name", "'" + m.name +
+                               "' is not 1-128 characters of [A-Za-z0-9_.-] "
+                               "not starting with '.'");
+  MANYPY_RETURN_IF_ERROR(f.Int("version", true, &m.version));
+  if (m.version < 1) return f.Error("version", "must be >= 1, got " + std::to_string(m.version));
+  MANYPY_RETURN_IF_ERROR(f.String("platform", true, &m.platform));
+  if (m.platform != "manypy_python")
+    return f.Error("platform", "unknown platform '" + m.platform + "' (expected manypy_python)");
+  MANYPY_RETURN_IF_ERROR(ParseEntryPoint(f, &m.entry_point));
+  MANYPY_RETURN_IF_ERROR(f.String("method", false, &m.method));
+  if (!Identifier(m.method))
+    return f.Error("method", "'" + m.method + "' is not a Python identifier");
+  MANYPY_RETURN_IF_ERROR(ParseTensors(f, "inputs", &m.inputs));
+  MANYPY_RETURN_IF_ERROR(ParseTensors(f, "outputs", &m.outputs));
+  MANYPY_RETURN_IF_ERROR(f.Int("max_batch_size", false, &m.max_batch_size));
+  if (m.max_batch_size < 0 || m.max_batch_size > kMaxBatchSize)
+    return f.Error("max_batch_size",
+                   "must be in 0..65536, got " + std::to_string(m.max_batch_size));
+  MANYPY_RETURN_IF_ERROR(ParseBatching(f, &m));
+  MANYPY_RETURN_IF_ERROR(f.Int("instance_count", false, &m.instance_count));
+  if (m.instance_count < 0)
+    return f.Error("instance_count", "must be >= 0 (0 = one per interpreter)");
+  MANYPY_RETURN_IF_ERROR(f.String("device", false, &m.device));
+  const bool cuda_n = m.device.rfind("cuda:", 0) == 0 && m.device.size() > 5 &&
+                      std::all_of(m.device.begin() + 5, m.device.end(),
+                                  [](unsigned char c) { return std::isdigit(c); });
+  if (m.device != "cpu" && m.device != "cuda" && !cuda_n)
+    return f.Error("device", "unknown device '" + m.device + "' (expected cpu, cuda or cuda:N)");
+  MANYPY_RETURN_IF_ERROR(f.String("description", false, &m.description));
+  return m;
+}
+
+bool IsValidDatatype(const std::string& datatype) {
+  for (const DatatypeInfo& d : kDatatypes)
+    if (datatype == d.name) return true;
+  return false;
+}
+
+int64_t DatatypeByteSize(const std::string& datatype) {
+  for (const DatatypeInfo& d : kDatatypes)
+    if (datatype == d.name) return d.bytes;
+  return -1;
+}
+
+}  // namespace manypy

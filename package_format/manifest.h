@@ -1,0 +1,74 @@
+// Manifest: the typed form of an archive's manypy/manifest.json (package_format/SCHEMA.md,
+// schema version 1), its validating parser and its writer. Plain values and pure functions:
+// safe to use from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace manypy {
+
+/// One input or output of the model, in Open Inference Protocol terms.
+struct TensorSpec {
+  std::string name;
+  std::string datatype;        ///< a v2 name: BOOL, UINT8, ..., FP32, FP64, BYTES
+  std::vector<int64_t> shape;  ///< -1 = variable; without the batch dimension
+  bool operator==(const TensorSpec& o) const;
+};
+
+struct BatchingSpec {
+  bool dynamic = false;
+  std::vector<int64_t> preferred_batch_sizes;
+  int64_t max_queue_delay_microseconds = 0;
+  bool operator==(const BatchingSpec& o) const;
+};
+
+/// How the server gets the model object out of the archive.
+struct EntryPoint {
+  std::string kind = "pickle";         ///< "pickle" or "factory"
+  std::string package = "model";       ///< pickle: the pickle's package ...
+  std::string resource = "model.pkl";  ///< ... and resource name
+  std::string module;                  ///< factory: an interned module ...
+  std::string function;          ///< ... and a zero-argument callable in it returning the model
+  std::string weights_package;   ///< factory, optional (both empty = none): a pickled
+  std::string weights_resource;  ///< state dict loaded into the model by name
+  bool operator==(const EntryPoint& o) const;
+};
+
+struct Manifest {
+  int64_t schema_version = 1;
+  std::string name;
+  int64_t version = 1;
+  std::string platform = "manypy_python";
+  EntryPoint entry_point;
+  std::string method = "forward";  ///< "forward" means calling `model(...)`
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  int64_t max_batch_size = 0;  ///< 0 = the model takes no batch dimension
+  BatchingSpec batching;
+  int64_t instance_count = 0;  ///< 0 = one instance per interpreter
+  std::string device = "cpu";  ///< "cpu", "cuda" or "cuda:N"
+  std::string description;
+  bool operator==(const Manifest& o) const;
+};
+
+/// Parses and validates a manifest against every rule of SCHEMA.md. Errors are
+/// INVALID_ARGUMENT naming the archive and the field, e.g. "model.mpk: manifest field
+/// 'inputs[1].datatype': unknown datatype 'FLOAT32' (expected one of BOOL, UINT8, ...)".
+/// Unknown fields (top level and nested objects) and duplicate keys are rejected.
+StatusOr<Manifest> ParseManifest(const std::string& json_text,
+                                 const std::string& archive_for_errors);
+
+/// The manifest as JSON, every field written (defaults too): ParseManifest(ManifestToJson(m))
+/// gives back m for any valid m.
+std::string ManifestToJson(const Manifest& manifest);
+
+/// True for the Open Inference Protocol datatype names SCHEMA.md allows.
+bool IsValidDatatype(const std::string& datatype);
+/// Bytes per element: 1 for BOOL, 4 for FP32, ...; -1 for BYTES and for unknown names.
+int64_t DatatypeByteSize(const std::string& datatype);
+
+}  // namespace manypy

@@ -1,0 +1,267 @@
+"""manypy-package: create, inspect and validate manypy model archives.
+
+    manypy-package create --model-file net.py --factory net:build [--weights w.pt] \\
+        --name net --version 1 --input INPUT__0:FP32:16 --output OUTPUT__0:FP32:4 \\
+        --max-batch-size 8 --dynamic-batching -o net.mpk
+    manypy-package inspect net.mpk
+    manypy-package validate net.mpk
+
+Also runnable as `python3 -m manypy.cli` (with package_format/python on
+PYTHONPATH). Exit status: 0 success, 1 error (bad arguments, model or
+archive), 2 the C++ checker `manypy-archive-check` is missing; `validate`
+otherwise exits with the checker's status.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+from . import manifest as _manifest
+
+CHECKER = "manypy-archive-check"
+
+
+def _parse_factory(text, model_file):
+    """'module:function' or 'function' -> (module or None, function)."""
+    module, sep, function = text.rpartition(":")
+    if not sep:
+        module, function = "", text
+    if not function.isidentifier():
+        raise ValueError(f"--factory: {function!r} is not a function name (use MODULE:FUNCTION)")
+    if model_file and module:
+        stem = os.path.splitext(os.path.basename(model_file))[0]
+        if module != stem:
+            raise ValueError(f"--factory: module {module!r} does not match --model-file "
+                             f"{model_file!r} (module {stem!r})")
+    if not model_file and not module:
+        raise ValueError("--factory: give MODULE:FUNCTION, or --model-file with FUNCTION")
+    return module or None, function
+
+
+def _batching(args):
+    if not (args.dynamic_batching or args.preferred_batch_size or args.max_queue_delay_us is not None):
+        return None
+    batching = {"dynamic": bool(args.dynamic_batching)}
+    if args.preferred_batch_size:
+        batching["preferred_batch_sizes"] = list(args.preferred_batch_size)
+    if args.max_queue_delay_us is not None:
+        batching["max_queue_delay_microseconds"] = args.max_queue_delay_us
+    return batching
+
+
+def cmd_create(args):
+    from . import package  # imports torch: only for create
+
+    inputs = [_manifest.parse_tensor_arg(t, f"--input[{i}]") for i, t in enumerate(args.input)]
+    outputs = [_manifest.parse_tensor_arg(t, f"--output[{i}]") for i, t in enumerate(args.output)] or None
+    if not inputs:
+        raise ValueError("--input: at least one input is required (NAME:DTYPE:D1,D2,...)")
+    module_name, function = _parse_factory(args.factory, args.model_file)
+    if os.getcwd() not in sys.path:  # MODULE:FUNCTION resolves like `python3 -m` would
+        sys.path.insert(0, os.getcwd())
+    module = package.import_model_module(args.model_file or module_name)
+    common = dict(
+        name=args.name, version=args.version, inputs=inputs, outputs=outputs,
+        max_batch_size=args.max_batch_size, batching=_batching(args),
+        instance_count=args.instance_count, device=args.device,
+        description=args.description, intern=args.intern or None,
+        extern=args.extern or None, method=args.method)
+    example = None
+    if outputs is None or args.check:
+        example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
+
+    if args.as_factory:
+        manifest = package.export_factory(module, function, args.weights, args.output_path,
+                                          example_inputs=example, **common)
+    else:
+        build = getattr(module, function, None)
+        if not callable(build):
+            raise ValueError(f"--factory: module {module.__name__!r} has no callable {function!r}")
+        model = build()
+        if args.weights:
+            package._load_state_dict(model, package._load_weights(args.weights))
+        manifest = package.export(model, args.output_path, example_inputs=example,
+                                  modules=[module], **common)
+    size = os.path.getsize(args.output_path)
+    print(f"wrote {args.output_path} ({manifest['name']} v{manifest['version']}, "
+          f"{manifest['entry_point']['kind']}, {size:,} bytes)")
+    return 0
+
+
+def _entry_table(path):
+    """The archive's entries (name relative to the top folder, sizes,
+    compression) without importing torch."""
+    with zipfile.ZipFile(path) as zf:
+        infos = zf.infolist()
+    top = {i.filename.split("/", 1)[0] for i in infos}
+    strip = len(top.pop()) + 1 if len(top) == 1 else 0
+    rows = []
+    with open(path, "rb") as f:
+        for info in infos:
+            f.seek(info.header_offset + 26)
+            name_len, extra_len = int.from_bytes(f.read(2), "little"), int.from_bytes(f.read(2), "little")
+            offset = info.header_offset + 30 + name_len + extra_len
+            method = "stored" if info.compress_type == zipfile.ZIP_STORED else (
+                "deflated" if info.compress_type == zipfile.ZIP_DEFLATED else f"method {info.compress_type}")
+            rows.append((info.filename[strip:], info.file_size, info.compress_size, method, offset))
+    return rows
+
+
+def cmd_inspect(args):
+    manifest = None
+    error = None
+    try:
+        with zipfile.ZipFile(args.archive) as zf:
+            names = zf.namelist()
+            top = {n.split("/", 1)[0] for n in names}
+            entry = f"{next(iter(top))}/manypy/manifest.json" if len(top) == 1 else None
+            raw = zf.read(entry) if entry and entry in names else None
+        if raw is None:
+            error = "no manypy/manifest.json in the archive"
+        else:
+            manifest = json.loads(raw)
+            try:
+                _manifest.validate_manifest(manifest)
+            except ValueError as e:
+                error = f"manifest is invalid: {e}"
+    except (zipfile.BadZipFile, OSError, json.JSONDecodeError) as e:
+        print(f"manypy-package: {args.archive}: {e}", file=sys.stderr)
+        return 1
+    print(f"archive: {args.archive} ({os.path.getsize(args.archive):,} bytes)")
+    if manifest is not None:
+        print("manifest:")
+        print(_manifest.pretty(manifest))
+    rows = _entry_table(args.archive)
+    width = max([len(r[0]) for r in rows] + [5])
+    print(f"entries ({len(rows)}):")
+    print(f"  {'name':<{width}}  {'size':>12}  {'compressed':>12}  {'method':<8}  offset%64")
+    for name, size, csize, method, offset in rows:
+        print(f"  {name:<{width}}  {size:>12,}  {csize:>12,}  {method:<8}  {offset % 64}")
+    if error:
+        print(f"manypy-package: {args.archive}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def find_checker():
+    """The C++ checker: next to this launcher, then $MANYPY_ARCHIVE_CHECK,
+    then PATH, then <repo>/build/bin (running from a source tree). None if
+    none is found."""
+    launcher_dir = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv and sys.argv[0] else None
+    candidates = []
+    if launcher_dir:
+        candidates.append(os.path.join(launcher_dir, CHECKER))
+    if os.environ.get("MANYPY_ARCHIVE_CHECK"):
+        candidates.append(os.environ["MANYPY_ARCHIVE_CHECK"])
+    on_path = shutil.which(CHECKER)
+    if on_path:
+        candidates.append(on_path)
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    candidates.append(os.path.join(repo, "build", "bin", CHECKER))
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def cmd_validate(args):
+    if args.python_only:
+        from . import package
+        try:
+            manifest = package.check_archive(args.archive)
+        except (ValueError, zipfile.BadZipFile, OSError) as e:
+            print(f"invalid: {e}")
+            return 1
+        print(f"valid (Python checks): {args.archive}: {manifest['name']} v{manifest['version']}")
+        return 0
+    checker = find_checker()
+    if checker is None:
+        print(f"manypy-package: {CHECKER} not found (looked next to {sys.argv[0]}, in "
+              f"$MANYPY_ARCHIVE_CHECK and on PATH); build it with `make build` "
+              f"(it lands in build/bin/) or set MANYPY_ARCHIVE_CHECK. "
+              f"`validate --python-only` runs the Python subset of the checks.", file=sys.stderr)
+        return 2
+    sys.stdout.flush()
+    proc = subprocess.run([checker, args.archive])  # its reason goes to our stdout/stderr
+    return proc.returncode
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="manypy-package",
+        description="Create, inspect and validate manypy model archives (package_format/SCHEMA.md).")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("create", help="package a model built by a factory function",
+                       description="Package a model. By default the factory is called now, the "
+                       "weights are loaded into it and the model is pickled (entry point kind "
+                       "'pickle', weights shared at load); --as-factory stores kind 'factory'.")
+    c.add_argument("--model-file", help="the model's Python file (interned into the archive)")
+    c.add_argument("--factory", required=True,
+                   help="MODULE:FUNCTION (or FUNCTION with --model-file): zero-argument builder")
+    c.add_argument("--weights", help="a torch.save'd state dict loaded into the model")
+    c.add_argument("--name", help="model name (default: the output file name)")
+    c.add_argument("--version", type=int, default=1, help="model version >= 1 (default 1)")
+    c.add_argument("--input", action="append", default=[], metavar="NAME:DTYPE:D1,D2,...",
+                   help="an input, in call order (repeatable; -1 = variable dimension; "
+                   "batch dimension left out when --max-batch-size > 0)")
+    c.add_argument("--output", action="append", default=[], metavar="NAME:DTYPE:D1,D2,...",
+                   help="an output (repeatable); if none, outputs are inferred from one run "
+                   "on synthetic inputs")
+    c.add_argument("--max-batch-size", type=int, default=0, metavar="B",
+                   help="largest batch per call; 0 (default) = the model takes no batch dimension")
+    c.add_argument("--dynamic-batching", action="store_true",
+                   help="let the server batch requests together (needs --max-batch-size > 0)")
+    c.add_argument("--preferred-batch-size", type=int, nargs="+", action="extend", default=[],
+                   metavar="N", help="batch sizes the batcher aims for")
+    c.add_argument("--max-queue-delay-us", type=int, metavar="US",
+                   help="longest a request waits for a batch to fill")
+    c.add_argument("--instance-count", type=int, default=0, metavar="K",
+                   help="model instances; 0 (default) = one per interpreter")
+    c.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    c.add_argument("--description", default="")
+    c.add_argument("--method", help="the model attribute the server calls (default: model(...))")
+    c.add_argument("--intern", action="append", default=[], metavar="PATTERN",
+                   help="torch.package intern pattern (default **)")
+    c.add_argument("--extern", action="append", default=[], metavar="PATTERN",
+                   help="extra torch.package extern pattern (torch, numpy, torchvision always are)")
+    kind = c.add_mutually_exclusive_group()
+    kind.add_argument("--pickle", dest="as_factory", action="store_false",
+                      help="entry point kind 'pickle' (the default)")
+    kind.add_argument("--as-factory", dest="as_factory", action="store_true",
+                      help="entry point kind 'factory': the server calls the factory")
+    c.add_argument("--check", action="store_true",
+                   help="run the model once on synthetic inputs even when outputs are given")
+    c.add_argument("-o", "--output-path", required=True, metavar="OUT.mpk")
+    c.set_defaults(func=cmd_create, as_factory=False)
+
+    i = sub.add_parser("inspect", help="print an archive's manifest and entries")
+    i.add_argument("archive")
+    i.set_defaults(func=cmd_inspect)
+
+    v = sub.add_parser("validate", help="check an archive with the server's C++ checker")
+    v.add_argument("archive")
+    v.add_argument("--python-only", action="store_true",
+                   help="run the Python subset of the checks instead of manypy-archive-check")
+    v.set_defaults(func=cmd_validate)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, ImportError) as e:
+        print(f"manypy-package {args.command}: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # e.g. `manypy-package inspect x.mpk | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

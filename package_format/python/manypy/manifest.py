@@ -1,0 +1,320 @@
+"""Build and validate manypy manifests (package_format/SCHEMA.md, schema version 1).
+
+Everything here is plain Python (no torch import), so the CLI's `inspect` and
+the tests can use it cheaply. Every error is a ValueError whose message starts
+with the manifest field at fault, e.g. ``inputs[1].datatype: ...``.
+"""
+
+import json
+import re
+
+SCHEMA_VERSION = 1
+PLATFORM = "manypy_python"
+MANIFEST_PACKAGE = "manypy"
+MANIFEST_RESOURCE = "manifest.json"
+
+# Open Inference Protocol datatype names, in the order SCHEMA.md lists them.
+DATATYPES = (
+    "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+    "INT64", "FP16", "BF16", "FP32", "FP64", "BYTES",
+)
+
+MAX_BATCH_SIZE_LIMIT = 65536
+
+_MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_TENSOR_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+_DEVICE_RE = re.compile(r"^(cpu|cuda|cuda:[0-9]+)$")
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+_TOP_LEVEL_FIELDS = {
+    "schema_version": True, "name": True, "version": True, "platform": True,
+    "entry_point": True, "method": False, "inputs": True, "outputs": True,
+    "max_batch_size": False, "batching": False, "instance_count": False,
+    "device": False, "description": False,
+}  # field -> required
+_TENSOR_FIELDS = ("name", "datatype", "shape")
+_BATCHING_FIELDS = ("dynamic", "preferred_batch_sizes", "max_queue_delay_microseconds")
+_ENTRY_FIELDS = {
+    "pickle": ("kind", "package", "resource"),
+    "factory": ("kind", "module", "function", "weights"),
+}
+_RESOURCE_FIELDS = ("package", "resource")
+
+
+def _fail(field, message):
+    raise ValueError(f"{field}: {message}")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_keys(obj, allowed, field):
+    unknown = sorted(set(obj) - set(allowed))
+    if unknown:
+        where = f"{field}." if field else ""
+        _fail(f"{where}{unknown[0]}", "unknown field (allowed: %s)" % ", ".join(allowed))
+
+
+def _check_string(value, field, pattern=None, what="a string"):
+    if not isinstance(value, str):
+        _fail(field, f"must be {what}, got {type(value).__name__} {value!r}")
+    if pattern is not None and not pattern.match(value):
+        _fail(field, f"invalid value {value!r} (must match {pattern.pattern})")
+
+
+def _check_int(value, field, lo=None, hi=None):
+    if not _is_int(value):
+        _fail(field, f"must be an integer, got {type(value).__name__} {value!r}")
+    if lo is not None and value < lo:
+        _fail(field, f"must be >= {lo}, got {value}")
+    if hi is not None and value > hi:
+        _fail(field, f"must be <= {hi}, got {value}")
+
+
+def tensor_spec(spec, field="tensor"):
+    """Normalizes one tensor spec: a dict {"name","datatype","shape"} or a
+    tuple (name, datatype, shape). Returns a new validated dict."""
+    if isinstance(spec, dict):
+        _check_keys(spec, _TENSOR_FIELDS, field)
+        missing = [k for k in _TENSOR_FIELDS if k not in spec]
+        if missing:
+            _fail(f"{field}.{missing[0]}", "required field is missing")
+        out = {"name": spec["name"], "datatype": spec["datatype"], "shape": spec["shape"]}
+    elif isinstance(spec, (tuple, list)) and len(spec) == 3:
+        out = {"name": spec[0], "datatype": spec[1], "shape": spec[2]}
+    else:
+        _fail(field, f"must be a dict {{'name','datatype','shape'}} or a (name, datatype, shape) tuple, got {spec!r}")
+    if isinstance(out["datatype"], str):
+        out["datatype"] = out["datatype"].upper()
+    if isinstance(out["shape"], tuple):
+        out["shape"] = list(out["shape"])
+    _validate_tensor(out, field)
+    return out
+
+
+def tensor_specs(specs, field):
+    """Normalizes a list of tensor specs (see tensor_spec)."""
+    if specs is None or isinstance(specs, (str, bytes, dict)) or not hasattr(specs, "__iter__"):
+        _fail(field, f"must be a non-empty list of tensor specs, got {specs!r}")
+    return [tensor_spec(s, f"{field}[{i}]") for i, s in enumerate(specs)]
+
+
+def parse_tensor_arg(text, field="tensor"):
+    """Parses the CLI form NAME:DTYPE:D1,D2,... (an empty dims part means a
+    scalar: NAME:DTYPE:)."""
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3:
+        _fail(field, f"expected NAME:DTYPE:D1,D2,..., got {text!r}")
+    name, dtype, dims = parts
+    try:
+        shape = [int(d) for d in dims.split(",")] if dims.strip() else []
+    except ValueError:
+        _fail(f"{field}.shape", f"dimensions must be integers (-1 for variable), got {dims!r}")
+    return tensor_spec({"name": name, "datatype": dtype, "shape": shape}, field)
+
+
+def _validate_tensor(spec, field):
+    if not isinstance(spec, dict):
+        _fail(field, f"must be an object, got {type(spec).__name__}")
+    _check_keys(spec, _TENSOR_FIELDS, field)
+    for key in _TENSOR_FIELDS:
+        if key not in spec:
+            _fail(f"{field}.{key}", "required field is missing")
+    _check_string(spec["name"], f"{field}.name", _TENSOR_NAME_RE)
+    datatype = spec["datatype"]
+    if not isinstance(datatype, str) or datatype not in DATATYPES:
+        _fail(f"{field}.datatype", f"unknown datatype {datatype!r} (expected one of {' '.join(DATATYPES)})")
+    shape = spec["shape"]
+    if not isinstance(shape, list):
+        _fail(f"{field}.shape", f"must be a list of integers, got {shape!r}")
+    for j, dim in enumerate(shape):
+        if not _is_int(dim) or not (dim >= 1 or dim == -1):
+            _fail(f"{field}.shape", f"dimension {j} is {dim!r}; each must be >= 1 or -1 (variable)")
+
+
+def _validate_tensor_list(specs, field):
+    if not isinstance(specs, list) or not specs:
+        _fail(field, "must be a non-empty list of {name, datatype, shape}")
+    seen = set()
+    for i, spec in enumerate(specs):
+        _validate_tensor(spec, f"{field}[{i}]")
+        if spec["name"] in seen:
+            _fail(f"{field}[{i}].name", f"duplicate tensor name {spec['name']!r}")
+        seen.add(spec["name"])
+
+
+def _validate_resource(obj, field):
+    if not isinstance(obj, dict):
+        _fail(field, "must be an object {package, resource}")
+    _check_keys(obj, _RESOURCE_FIELDS, field)
+    for key in _RESOURCE_FIELDS:
+        if key not in obj:
+            _fail(f"{field}.{key}", "required field is missing")
+    _check_string(obj["package"], f"{field}.package", _MODULE_RE)
+    _check_resource_name(obj["resource"], f"{field}.resource")
+
+
+def _check_resource_name(value, field):
+    _check_string(value, field)
+    if not value or value.startswith("/") or "\\" in value or "\0" in value or ".." in value.split("/"):
+        _fail(field, f"invalid resource name {value!r}")
+
+
+def _validate_entry_point(ep, field="entry_point"):
+    if not isinstance(ep, dict):
+        _fail(field, "must be an object with a 'kind'")
+    if "kind" not in ep:
+        _fail(f"{field}.kind", "required field is missing")
+    kind = ep["kind"]
+    if kind not in _ENTRY_FIELDS:
+        _fail(f"{field}.kind", f"must be 'pickle' or 'factory', got {kind!r}")
+    _check_keys(ep, _ENTRY_FIELDS[kind], field)
+    if kind == "pickle":
+        if "package" in ep:
+            _check_string(ep["package"], f"{field}.package", _MODULE_RE)
+        if "resource" in ep:
+            _check_resource_name(ep["resource"], f"{field}.resource")
+    else:
+        for key in ("module", "function"):
+            if key not in ep:
+                _fail(f"{field}.{key}", "required field is missing for kind 'factory'")
+        _check_string(ep["module"], f"{field}.module", _MODULE_RE)
+        _check_string(ep["function"], f"{field}.function", _IDENT_RE)
+        if "weights" in ep:
+            _validate_resource(ep["weights"], f"{field}.weights")
+
+
+def _validate_batching(batching, max_batch_size, field="batching"):
+    if not isinstance(batching, dict):
+        _fail(field, "must be an object")
+    _check_keys(batching, _BATCHING_FIELDS, field)
+    dynamic = batching.get("dynamic", False)
+    if not isinstance(dynamic, bool):
+        _fail(f"{field}.dynamic", f"must be true or false, got {dynamic!r}")
+    if dynamic and max_batch_size <= 0:
+        _fail(f"{field}.dynamic", "dynamic batching needs max_batch_size > 0")
+    if "preferred_batch_sizes" in batching:
+        sizes = batching["preferred_batch_sizes"]
+        if not isinstance(sizes, list):
+            _fail(f"{field}.preferred_batch_sizes", f"must be a list of integers, got {sizes!r}")
+        for size in sizes:
+            if not _is_int(size) or not 1 <= size <= max_batch_size:
+                _fail(f"{field}.preferred_batch_sizes",
+                      f"{size!r} is not in 1..max_batch_size ({max_batch_size})")
+    if "max_queue_delay_microseconds" in batching:
+        _check_int(batching["max_queue_delay_microseconds"],
+                   f"{field}.max_queue_delay_microseconds", lo=0)
+
+
+def validate_manifest(manifest):
+    """Checks a manifest dict against SCHEMA.md; raises ValueError naming the
+    first field at fault. Returns the manifest unchanged."""
+    if not isinstance(manifest, dict):
+        _fail("manifest", f"must be a JSON object, got {type(manifest).__name__}")
+    _check_keys(manifest, list(_TOP_LEVEL_FIELDS), "")
+    for key, required in _TOP_LEVEL_FIELDS.items():
+        if required and key not in manifest:
+            _fail(key, "required field is missing")
+    _check_int(manifest["schema_version"], "schema_version")
+    if manifest["schema_version"] != SCHEMA_VERSION:
+        _fail("schema_version", f"unsupported schema version {manifest['schema_version']} "
+              f"(this tool knows {SCHEMA_VERSION})")
+    _check_string(manifest["name"], "name", _MODEL_NAME_RE)
+    if manifest["name"].startswith("."):
+        _fail("name", f"must not start with '.', got {manifest['name']!r}")
+    _check_int(manifest["version"], "version", lo=1)
+    if manifest["platform"] != PLATFORM:
+        _fail("platform", f"must be {PLATFORM!r}, got {manifest['platform']!r}")
+    _validate_entry_point(manifest["entry_point"])
+    if "method" in manifest:
+        _check_string(manifest["method"], "method", _IDENT_RE)
+    _validate_tensor_list(manifest["inputs"], "inputs")
+    _validate_tensor_list(manifest["outputs"], "outputs")
+    max_batch_size = manifest.get("max_batch_size", 0)
+    _check_int(max_batch_size, "max_batch_size", lo=0, hi=MAX_BATCH_SIZE_LIMIT)
+    if "batching" in manifest:
+        _validate_batching(manifest["batching"], max_batch_size)
+    if "instance_count" in manifest:
+        _check_int(manifest["instance_count"], "instance_count", lo=0)
+    if "device" in manifest:
+        _check_string(manifest["device"], "device", _DEVICE_RE)
+    if "description" in manifest:
+        _check_string(manifest["description"], "description")
+    return manifest
+
+
+def normalize_batching(batching):
+    """Accepts None, True/False (dynamic on/off) or a dict; returns a dict or
+    None."""
+    if batching is None:
+        return None
+    if isinstance(batching, bool):
+        return {"dynamic": batching}
+    if not isinstance(batching, dict):
+        _fail("batching", f"must be a dict, a bool or None, got {batching!r}")
+    out = dict(batching)
+    if "preferred_batch_sizes" in out and isinstance(out["preferred_batch_sizes"], tuple):
+        out["preferred_batch_sizes"] = list(out["preferred_batch_sizes"])
+    return out
+
+
+def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0,
+                   batching=None, instance_count=0, device="cpu", description="",
+                   method=None):
+    """Returns a validated manifest dict. inputs/outputs take dicts or
+    (name, datatype, shape) tuples."""
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "version": version,
+        "platform": PLATFORM,
+        "entry_point": dict(entry_point),
+    }
+    if method is not None:
+        manifest["method"] = method
+    manifest["inputs"] = tensor_specs(inputs, "inputs")
+    manifest["outputs"] = tensor_specs(outputs, "outputs")
+    manifest["max_batch_size"] = max_batch_size
+    batching = normalize_batching(batching)
+    if batching is not None:
+        manifest["batching"] = batching
+    manifest["instance_count"] = instance_count
+    manifest["device"] = device
+    manifest["description"] = description
+    return validate_manifest(manifest)
+
+
+def pretty(obj, indent=0, width=88):
+    """JSON text with objects and lists expanded only where the compact form
+    does not fit in width columns (so tensor specs stay one line each)."""
+    compact = json.dumps(obj, ensure_ascii=False, separators=(", ", ": "))
+    if not isinstance(obj, (dict, list)) or not obj or (indent and len(compact) + indent <= width):
+        return compact
+    pad = " " * (indent + 2)
+    if isinstance(obj, dict):
+        items = [f"{pad}{json.dumps(k, ensure_ascii=False)}: {pretty(v, indent + 2, width)}"
+                 for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    items = [pad + pretty(v, indent + 2, width) for v in obj]
+    return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+
+
+def dumps(manifest):
+    """The manifest as stored in the archive: UTF-8 JSON, pretty, stable."""
+    return pretty(manifest) + "\n"
+
+
+def loads(text):
+    """Parses and validates manifest text (str or bytes)."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as e:
+            _fail("manifest", f"not UTF-8: {e}")
+    try:
+        manifest = json.loads(text)
+    except json.JSONDecodeError as e:
+        _fail("manifest", f"not valid JSON: {e}")
+    return validate_manifest(manifest)

@@ -1,0 +1,572 @@
+"""Export PyTorch models as manypy model archives (package_format/SCHEMA.md).
+
+An archive is a ``torch.package`` zip: the model's own modules are interned
+(their source ships in the archive), torch / numpy / torchvision are extern
+(the server's Python provides them), tensor storages are stored uncompressed
+and 64-byte aligned by torch.package's writer, and ``manypy/manifest.json``
+describes the entry point and the input/output signature.
+
+    import manypy.package
+    manypy.package.export(model, "net.mpk", name="net",
+                          inputs=[("INPUT__0", "FP32", [16])],
+                          example_inputs=(torch.randn(1, 16),), max_batch_size=8)
+
+Public API: export, export_factory, load_model, read_manifest,
+archive_entries, check_archive, example_inputs_for, datatype_of.
+"""
+
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import types
+import warnings
+import zipfile
+
+import torch
+from torch.package import PackageExporter, PackageImporter
+from torch.package.package_exporter import PackagingError
+
+from . import manifest as _manifest
+
+# Always provided by the server's Python, never copied into an archive. sys
+# and io are not implicitly extern in torch.package (its _DISALLOWED_MODULES),
+# but every manypy interpreter is a real CPython with its own sys and io.
+DEFAULT_EXTERN = (
+    "torch", "torch.**", "numpy", "numpy.**", "torchvision", "torchvision.**",
+    "sys", "io",
+)
+DEFAULT_INTERN = ("**",)
+
+PICKLE_PACKAGE, PICKLE_RESOURCE = "model", "model.pkl"
+WEIGHTS_PACKAGE, WEIGHTS_RESOURCE = "manypy", "weights.pkl"
+STORAGE_ALIGNMENT = 64
+
+_DTYPE_TO_DATATYPE = {
+    torch.bool: "BOOL", torch.uint8: "UINT8", torch.int8: "INT8",
+    torch.int16: "INT16", torch.int32: "INT32", torch.int64: "INT64",
+    torch.float16: "FP16", torch.bfloat16: "BF16", torch.float32: "FP32",
+    torch.float64: "FP64",
+}
+for _name, _dt in (("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64")):
+    if hasattr(torch, _name):  # torch >= 2.3 only
+        _DTYPE_TO_DATATYPE[getattr(torch, _name)] = _dt
+_DATATYPE_TO_DTYPE = {v: k for k, v in _DTYPE_TO_DATATYPE.items()}
+
+
+def datatype_of(dtype):
+    """The Open Inference Protocol datatype name of a torch dtype."""
+    try:
+        return _DTYPE_TO_DATATYPE[dtype]
+    except KeyError:
+        raise ValueError(f"torch dtype {dtype} has no manypy datatype") from None
+
+
+# ---------------------------------------------------------------------------
+# Export
+
+
+def export(model, path, name=None, version=1, inputs=None, outputs=None,
+           example_inputs=None, max_batch_size=0, batching=None,
+           instance_count=0, device="cpu", description="", intern=None,
+           extern=None, method=None, modules=None):
+    """Writes ``model`` to the archive ``path`` with entry point kind "pickle".
+
+    name defaults to the file name without extension. inputs/outputs are
+    lists of {"name","datatype","shape"} dicts or (name, datatype, shape)
+    tuples; shapes leave out the batch dimension when max_batch_size > 0.
+    example_inputs (a tuple of positional arguments, or one tensor; BYTES
+    inputs as nested lists of bytes) is run once under torch.inference_mode():
+    it fills in outputs when outputs is None (and inputs when inputs is None)
+    and otherwise checks that the declared signature matches. batching is a
+    dict (SCHEMA.md), True/False for dynamic on/off, or None. intern/extern
+    are extra torch.package patterns (intern defaults to "**": everything not
+    extern is interned, nothing is mocked). method names the attribute the
+    server calls (default: model(...)). modules lists extra module names or
+    objects to intern with their dependencies, e.g. the module that built a
+    model whose classes live elsewhere. Returns the manifest dict.
+    """
+    _check_not_main(model)
+    name = _default_name(name, path)
+    inputs, outputs = _resolve_signature(model, inputs, outputs, example_inputs,
+                                         max_batch_size, method)
+    manifest = _manifest.build_manifest(
+        name, version, {"kind": "pickle", "package": PICKLE_PACKAGE, "resource": PICKLE_RESOURCE},
+        inputs, outputs, max_batch_size=max_batch_size, batching=batching,
+        instance_count=instance_count, device=device, description=description,
+        method=method)
+    _warn_if_not_servable(model)
+    module_names = [_module_name(m) for m in (modules or [])]
+
+    def write(exporter):
+        exporter.save_text(_manifest.MANIFEST_PACKAGE, _manifest.MANIFEST_RESOURCE,
+                           _manifest.dumps(manifest))
+        for module_name in module_names:
+            exporter.save_module(module_name)
+        exporter.save_pickle(PICKLE_PACKAGE, PICKLE_RESOURCE, model)
+
+    _write_archive(path, write, intern, extern)
+    return manifest
+
+
+def export_factory(module_file_or_name, factory="build", weights=None, path=None, *,
+                   name=None, version=1, inputs=None, outputs=None,
+                   example_inputs=None, max_batch_size=0, batching=None,
+                   instance_count=0, device="cpu", description="", intern=None,
+                   extern=None, method=None, check_weights=True):
+    """Writes an archive with entry point kind "factory": the server imports
+    the interned module and calls ``factory()`` (no arguments) to build the
+    model. module_file_or_name is a path to a .py file or an importable
+    module name. weights (a state dict, an nn.Module, or a path to a
+    torch.save'd state dict) is stored as manypy/weights.pkl and replaces the
+    model's parameters and buffers by name at load time. With check_weights
+    (default) or example_inputs the factory is called once here, to check
+    that the weights fit the model (load_state_dict, strict) and to run the
+    example. Other arguments as in export(). Returns the manifest dict.
+    """
+    if path is None:
+        raise TypeError("export_factory() needs path, the archive to write")
+    module = import_model_module(module_file_or_name)
+    module_name = _module_name(module)
+    fn = getattr(module, factory, None)
+    if not callable(fn):
+        raise ValueError(f"factory: module {module_name!r} has no callable {factory!r}")
+    state_dict = _load_weights(weights) if weights is not None else None
+    name = _default_name(name, path)
+
+    model = None
+    if example_inputs is not None or (state_dict is not None and check_weights):
+        model = fn()
+        if state_dict is not None:
+            _load_state_dict(model, state_dict)
+    if example_inputs is not None:
+        _warn_if_not_servable(model)
+        inputs, outputs = _resolve_signature(model, inputs, outputs, example_inputs,
+                                             max_batch_size, method)
+    elif outputs is None or inputs is None:
+        raise ValueError("outputs: inputs and outputs are required unless example_inputs is given")
+
+    entry = {"kind": "factory", "module": module_name, "function": factory}
+    if state_dict is not None:
+        entry["weights"] = {"package": WEIGHTS_PACKAGE, "resource": WEIGHTS_RESOURCE}
+    manifest = _manifest.build_manifest(
+        name, version, entry, inputs, outputs, max_batch_size=max_batch_size,
+        batching=batching, instance_count=instance_count, device=device,
+        description=description, method=method)
+
+    def write(exporter):
+        exporter.save_text(_manifest.MANIFEST_PACKAGE, _manifest.MANIFEST_RESOURCE,
+                           _manifest.dumps(manifest))
+        exporter.save_module(module_name)
+        if state_dict is not None:
+            exporter.save_pickle(WEIGHTS_PACKAGE, WEIGHTS_RESOURCE, state_dict)
+
+    _write_archive(path, write, intern, extern, required_intern=module_name)
+    return manifest
+
+
+def import_model_module(module_file_or_name):
+    """Imports a model module from a .py file path (its folder goes on
+    sys.path so sibling imports work; the module is named after the file) or
+    by module name. Returns the module object."""
+    if isinstance(module_file_or_name, types.ModuleType):
+        return module_file_or_name
+    text = os.fspath(module_file_or_name)
+    if not (text.endswith(".py") or os.sep in text or os.path.isfile(text)):
+        return importlib.import_module(text)
+    file = os.path.abspath(text)
+    if not os.path.isfile(file):
+        raise FileNotFoundError(f"model file {text!r} does not exist")
+    folder, base = os.path.split(file)
+    mod_name = os.path.splitext(base)[0]
+    if not mod_name.isidentifier():
+        raise ValueError(f"model file {text!r}: {mod_name!r} is not a valid module name")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    existing = sys.modules.get(mod_name)
+    if existing is not None and os.path.abspath(getattr(existing, "__file__", "") or "") == file:
+        return existing
+    spec = importlib.util.spec_from_file_location(mod_name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(mod_name, None)
+        raise
+    return module
+
+
+def _default_name(name, path):
+    if name is None:
+        name = os.path.splitext(os.path.basename(os.fspath(path)))[0]
+    return name
+
+
+def _module_name(module):
+    name = module if isinstance(module, str) else getattr(module, "__name__", None)
+    if not isinstance(name, str):
+        raise TypeError(f"modules: expected a module or a module name, got {module!r}")
+    if name == "__main__":
+        raise ValueError(_MAIN_MESSAGE.format(what="a module to package is __main__"))
+    return name
+
+
+_MAIN_MESSAGE = (
+    "{what}: torch.package cannot intern __main__ (a script run directly). "
+    "Put the model class and its helpers in a module (e.g. net.py), import it "
+    "from your script (`from net import Net`) and export again.")
+
+
+def _check_not_main(model):
+    objs = list(model.modules()) if isinstance(model, torch.nn.Module) else [model]
+    for obj in objs:
+        cls = type(obj)
+        if cls.__module__ == "__main__":
+            raise ValueError(_MAIN_MESSAGE.format(what=f"class {cls.__qualname__} is defined in __main__"))
+    if callable(model) and getattr(model, "__module__", None) == "__main__" \
+            and not isinstance(model, torch.nn.Module):
+        raise ValueError(_MAIN_MESSAGE.format(what="the model is defined in __main__"))
+
+
+def _warn_if_not_servable(model):
+    if isinstance(model, torch.nn.Module):
+        train_dependent = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._NormBase,
+                           torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer,
+                           torch.nn.TransformerDecoderLayer, torch.nn.RNNBase)
+        if any(m.training and isinstance(m, train_dependent) for m in model.modules()):
+            warnings.warn("the model is in training mode (dropout, batch-norm updates); "
+                          "call model.eval() before exporting", stacklevel=3)
+        devices = {t.device.type for t in list(model.parameters()) + list(model.buffers())}
+        if devices - {"cpu"}:
+            warnings.warn(f"the model has tensors on {sorted(devices)}; archives are "
+                          "portable when saved from CPU (the manifest's device says where "
+                          "the server runs it)", stacklevel=3)
+
+
+def _write_archive(path, write, intern, extern, required_intern=None):
+    """Runs write(exporter) into a temporary file and moves it to path, so an
+    interrupted export never leaves a half-written archive behind. The
+    temporary file has the same base name (torch.package names the archive's
+    top-level folder after it)."""
+    path = os.path.abspath(os.fspath(path))
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    tmpdir = tempfile.mkdtemp(prefix=".manypy-export-", dir=folder)
+    tmp = os.path.join(tmpdir, os.path.basename(path))
+    try:
+        try:
+            with PackageExporter(tmp) as exporter:
+                exporter.extern(list(DEFAULT_EXTERN) + list(extern or []))
+                if required_intern is not None:
+                    exporter.intern(required_intern)
+                exporter.intern(list(intern) if intern else list(DEFAULT_INTERN))
+                write(exporter)
+        except PackagingError as e:
+            text = str(e)
+            if "__main__" in text:
+                raise ValueError(_MAIN_MESSAGE.format(what="the model refers to __main__")
+                                 + "\n" + text) from e
+            raise ValueError(
+                "packaging failed (a module could not be interned; pass extern=[...] "
+                "for modules the server's Python provides, e.g. C extensions):\n" + text) from e
+        os.replace(tmp, path)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _load_weights(weights):
+    if isinstance(weights, (str, os.PathLike)):
+        weights = torch.load(os.fspath(weights), map_location="cpu")
+    if isinstance(weights, torch.nn.Module):
+        weights = weights.state_dict()
+    if not isinstance(weights, dict):  # OrderedDict included
+        raise ValueError(f"weights: expected a state dict (name -> tensor), got {type(weights).__name__}")
+    for key, value in weights.items():
+        if not isinstance(key, str) or not isinstance(value, torch.Tensor):
+            raise ValueError(f"weights: entry {key!r} is not a tensor; expected a state dict")
+    return weights
+
+
+def _load_state_dict(model, state_dict):
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError("weights: the factory must return a torch.nn.Module to take weights")
+    try:
+        model.load_state_dict(state_dict, strict=True)
+    except RuntimeError as e:
+        raise ValueError(f"weights: do not fit the model built by the factory: {e}") from e
+
+
+# ---------------------------------------------------------------------------
+# Signatures from an example run
+
+
+def _is_bytes_leaf(x):
+    return isinstance(x, (bytes, bytearray, str))
+
+
+def _nested_bytes_shape(value):
+    """The shape of a (nested) list of bytes/str, or None if it is not one."""
+    if _is_bytes_leaf(value):
+        return []
+    if not isinstance(value, list):
+        return None
+    if not value:
+        return [0]
+    shapes = [_nested_bytes_shape(v) for v in value]
+    if any(s is None for s in shapes) or any(s != shapes[0] for s in shapes):
+        return None
+    return [len(value)] + shapes[0]
+
+
+def _value_spec(value, field):
+    """(datatype, shape) of one input or output value."""
+    if isinstance(value, torch.Tensor):
+        return datatype_of(value.dtype), list(value.shape)
+    shape = _nested_bytes_shape(value)
+    if shape is None:
+        raise ValueError(f"{field}: expected a torch.Tensor or a (nested, rectangular) list "
+                         f"of bytes/str, got {type(value).__name__}")
+    return "BYTES", shape
+
+
+def _shape_matches(declared, actual):
+    return len(declared) == len(actual) and all(d == -1 or d == a for d, a in zip(declared, actual))
+
+
+def _strip_batch(shape, max_batch_size, batch, field):
+    if max_batch_size <= 0:
+        return shape
+    if not shape:
+        raise ValueError(f"{field}: has no batch dimension but max_batch_size is {max_batch_size}")
+    if batch is not None and shape[0] != batch:
+        raise ValueError(f"{field}: batch dimension is {shape[0]}, the example batch is {batch}")
+    if shape[0] > max_batch_size:
+        raise ValueError(f"{field}: batch dimension {shape[0]} exceeds max_batch_size {max_batch_size}")
+    return shape[1:]
+
+
+def _split_outputs(result, declared):
+    """[(name or None, value)] from what the model returned."""
+    if isinstance(result, dict):
+        return [(k, v) for k, v in result.items()]
+    if isinstance(result, tuple):
+        return [(None, v) for v in result]
+    if isinstance(result, list):
+        single_bytes = _nested_bytes_shape(result) is not None
+        if declared is not None:
+            single_bytes = single_bytes and len(declared) == 1 and declared[0]["datatype"] == "BYTES"
+        if not single_bytes:
+            return [(None, v) for v in result]
+    return [(None, result)]
+
+
+def _as_args(example_inputs):
+    if isinstance(example_inputs, (tuple, list)):
+        return tuple(example_inputs)
+    return (example_inputs,)
+
+
+def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, method):
+    """Returns (inputs, outputs) as normalized spec lists, running the
+    example (if any) to infer or check them."""
+    if inputs is not None:
+        inputs = _manifest.tensor_specs(inputs, "inputs")
+    if outputs is not None:
+        outputs = _manifest.tensor_specs(outputs, "outputs")
+    if example_inputs is None:
+        if inputs is None:
+            raise ValueError("inputs: required unless example_inputs is given")
+        if outputs is None:
+            raise ValueError("outputs: required unless example_inputs is given "
+                             "(then they are inferred from one run)")
+        return inputs, outputs
+
+    args = _as_args(example_inputs)
+    batch = None
+    arg_specs = []
+    for i, value in enumerate(args):
+        datatype, shape = _value_spec(value, f"example_inputs[{i}]")
+        if max_batch_size > 0 and shape:
+            batch = shape[0] if batch is None else batch
+        arg_specs.append((datatype, _strip_batch(shape, max_batch_size, batch, f"example_inputs[{i}]")))
+    if inputs is None:
+        inputs = [{"name": f"INPUT__{i}", "datatype": d, "shape": s} for i, (d, s) in enumerate(arg_specs)]
+    else:
+        if len(inputs) != len(args):
+            raise ValueError(f"inputs: {len(inputs)} declared but example_inputs has {len(args)}")
+        for i, (spec, (datatype, shape)) in enumerate(zip(inputs, arg_specs)):
+            if spec["datatype"] != datatype:
+                raise ValueError(f"inputs[{i}].datatype: declared {spec['datatype']}, "
+                                 f"example input is {datatype}")
+            if not _shape_matches(spec["shape"], shape):
+                raise ValueError(f"inputs[{i}].shape: declared {spec['shape']}, example input "
+                                 f"has {shape} (batch dimension excluded)")
+
+    call = getattr(model, method) if method else model
+    with torch.inference_mode():
+        result = call(*args)
+
+    parts = _split_outputs(result, outputs)
+    found = []
+    for i, (key, value) in enumerate(parts):
+        field = f"output {key!r}" if key is not None else f"output {i}"
+        datatype, shape = _value_spec(value, field)
+        found.append((key, datatype, _strip_batch(shape, max_batch_size, batch, field)))
+
+    if outputs is None:
+        specs = []
+        for i, (key, datatype, shape) in enumerate(found):
+            out_name = key if key is not None else f"OUTPUT__{i}"
+            specs.append({"name": out_name, "datatype": datatype, "shape": shape})
+        return inputs, _manifest.tensor_specs(specs, "outputs")
+
+    if isinstance(result, dict):
+        got = {k for k, _, _ in found}
+        want = {o["name"] for o in outputs}
+        if got != want:
+            raise ValueError(f"outputs: declared {sorted(want)}, the model returned keys {sorted(got)}")
+        by_name = {k: (d, s) for k, d, s in found}
+        pairs = [(i, o, by_name[o["name"]]) for i, o in enumerate(outputs)]
+    else:
+        if len(found) != len(outputs):
+            raise ValueError(f"outputs: {len(outputs)} declared, the model returned {len(found)}")
+        pairs = [(i, o, (d, s)) for i, (o, (_, d, s)) in enumerate(zip(outputs, found))]
+    for i, spec, (datatype, shape) in pairs:
+        if spec["datatype"] != datatype:
+            raise ValueError(f"outputs[{i}].datatype: declared {spec['datatype']}, the model "
+                             f"returned {datatype}")
+        if not _shape_matches(spec["shape"], shape):
+            raise ValueError(f"outputs[{i}].shape: declared {spec['shape']}, the model returned "
+                             f"{shape} (batch dimension excluded)")
+    return inputs, outputs
+
+
+def example_inputs_for(inputs, max_batch_size=0, batch_size=1, seed=0):
+    """Synthetic positional inputs for a signature: random floats, zeros for
+    integers and BOOL, b"example" for BYTES; -1 dimensions become 1 and a
+    batch dimension of batch_size leads when max_batch_size > 0."""
+    gen = torch.Generator().manual_seed(seed)
+    args = []
+    for i, spec in enumerate(_manifest.tensor_specs(inputs, "inputs")):
+        shape = [1 if d == -1 else d for d in spec["shape"]]
+        if max_batch_size > 0:
+            shape = [batch_size] + shape
+        if spec["datatype"] == "BYTES":
+            value = b"example"
+            for d in reversed(shape):
+                value = [value for _ in range(d)]
+            args.append(value)
+            continue
+        dtype = _DATATYPE_TO_DTYPE.get(spec["datatype"])
+        if dtype is None:
+            raise ValueError(f"inputs[{i}].datatype: {spec['datatype']} has no torch dtype here")
+        if dtype.is_floating_point:
+            args.append(torch.randn(shape, generator=gen).to(dtype))
+        else:
+            args.append(torch.zeros(shape, dtype=dtype))
+    return tuple(args)
+
+
+# ---------------------------------------------------------------------------
+# Reading archives
+
+
+def _top_folder(names, path):
+    tops = {n.split("/", 1)[0] for n in names}
+    if len(tops) != 1 or any("/" not in n for n in names):
+        raise ValueError(f"{path}: entries are not all under one top-level folder")
+    return tops.pop()
+
+
+def archive_entries(path):
+    """[(name relative to the top folder, ZipInfo)] in archive order."""
+    with zipfile.ZipFile(path) as zf:
+        infos = zf.infolist()
+    top = _top_folder([i.filename for i in infos], path)
+    return [(i.filename[len(top) + 1:], i) for i in infos]
+
+
+def read_manifest(path, validate=True):
+    """The manifest dict of an archive (validated unless validate=False)."""
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+        top = _top_folder(names, path)
+        entry = f"{top}/{_manifest.MANIFEST_PACKAGE}/{_manifest.MANIFEST_RESOURCE}"
+        if entry not in names:
+            raise ValueError(f"{path}: no {_manifest.MANIFEST_PACKAGE}/{_manifest.MANIFEST_RESOURCE}")
+        data = zf.read(entry)
+    if not validate:
+        return json.loads(data)
+    try:
+        return _manifest.loads(data)
+    except ValueError as e:
+        raise ValueError(f"{path}: manifest {e}") from None
+
+
+def data_offset(path, info):
+    """Byte offset of an entry's data in the file (after its local header)."""
+    with open(path, "rb") as f:
+        f.seek(info.header_offset)
+        header = f.read(30)
+    if len(header) != 30 or header[:4] != b"PK\x03\x04":
+        raise ValueError(f"{path}: bad local header for {info.filename}")
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def check_archive(path):
+    """Python-side structural checks (a subset of the C++ checker's): one
+    top-level folder, no path tricks, a valid manifest, the entry point's
+    files present, every .data/*.storage entry stored and 64-byte aligned.
+    Returns the manifest; raises ValueError naming the problem."""
+    entries = archive_entries(path)
+    for rel, info in entries:
+        name = info.filename
+        if name.startswith("/") or "\\" in name or "\0" in name or ".." in name.split("/"):
+            raise ValueError(f"{path}: unsafe entry name {name!r}")
+    manifest = read_manifest(path)
+    names = {rel for rel, _ in entries}
+    for rel, info in entries:
+        if rel.startswith(".data/") and rel.endswith(".storage"):
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise ValueError(f"{path}: {rel} is compressed; storages must be stored")
+            if data_offset(path, info) % STORAGE_ALIGNMENT:
+                raise ValueError(f"{path}: {rel} is not {STORAGE_ALIGNMENT}-byte aligned")
+    ep = manifest["entry_point"]
+    needed = []
+    if ep["kind"] == "pickle":
+        needed.append(f"{ep.get('package', PICKLE_PACKAGE).replace('.', '/')}/"
+                      f"{ep.get('resource', PICKLE_RESOURCE)}")
+    else:
+        mod = ep["module"].replace(".", "/")
+        if f"{mod}.py" not in names and f"{mod}/__init__.py" not in names:
+            raise ValueError(f"{path}: entry_point.module {ep['module']!r} is not in the archive")
+        if "weights" in ep:
+            needed.append(f"{ep['weights']['package'].replace('.', '/')}/{ep['weights']['resource']}")
+    for rel in needed:
+        if rel not in names:
+            raise ValueError(f"{path}: entry point resource {rel} is missing")
+    return manifest
+
+
+def load_model(path):
+    """Loads an archive the way the server does, in this interpreter:
+    returns (model, manifest). A reference for tests and users; the server
+    additionally shares storages between interpreters."""
+    manifest = check_archive(path)
+    importer = PackageImporter(os.fspath(path))
+    ep = manifest["entry_point"]
+    if ep["kind"] == "pickle":
+        model = importer.load_pickle(ep.get("package", PICKLE_PACKAGE), ep.get("resource", PICKLE_RESOURCE))
+    else:
+        module = importer.import_module(ep["module"])
+        model = getattr(module, ep["function"])()
+        if "weights" in ep:
+            state_dict = importer.load_pickle(ep["weights"]["package"], ep["weights"]["resource"])
+            model.load_state_dict(state_dict, strict=True)
+    return model, manifest

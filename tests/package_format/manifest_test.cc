@@ -1,0 +1,261 @@
+// ParseManifest / ManifestToJson: the valid example round-trips, and each SCHEMA.md rule,
+// broken once, gives an INVALID_ARGUMENT naming the archive and the field.
+#include "package_format/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "tests/package_format/test_zip.h"
+
+namespace manypy {
+namespace {
+
+using json = nlohmann::json;
+
+json Valid() { return json::parse(testing::ValidManifestJson()); }
+
+TEST(ManifestTest, ParsesTheSchemaExample) {
+  StatusOr<Manifest> m = ParseManifest(testing::ValidManifestJson(), "model.mpk");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->schema_version, 1);
+  EXPECT_EQ(m->name, "resnet18");
+  EXPECT_EQ(m->version, 1);
+  EXPECT_EQ(m->platform, "manypy_python");
+  EXPECT_EQ(m->entry_point.kind, "pickle");
+  EXPECT_EQ(m->entry_point.package, "model");
+  EXPECT_EQ(m->entry_point.resource, "model.pkl");
+  EXPECT_EQ(m->method, "forward");
+  ASSERT_EQ(m->inputs.size(), 1u);
+  EXPECT_EQ(m->inputs[0].name, "INPUT__0");
+  EXPECT_EQ(m->inputs[0].datatype, "FP32");
+  EXPECT_EQ(m->inputs[0].shape, (std::vector<int64_t>{3, 224, 224}));
+  EXPECT_EQ(m->outputs[0].shape, (std::vector<int64_t>{1000}));
+  EXPECT_EQ(m->max_batch_size, 8);
+  EXPECT_TRUE(m->batching.dynamic);
+  EXPECT_EQ(m->batching.preferred_batch_sizes, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(m->batching.max_queue_delay_microseconds, 500);
+  EXPECT_EQ(m->instance_count, 0);
+  EXPECT_EQ(m->device, "cpu");
+  EXPECT_EQ(m->description, "torchvision resnet18, random weights");
+}
+
+TEST(ManifestTest, RoundTripsThroughJson) {
+  StatusOr<Manifest> m = ParseManifest(testing::ValidManifestJson(), "model.mpk");
+  ASSERT_TRUE(m.ok());
+  StatusOr<Manifest> again = ParseManifest(ManifestToJson(*m), "model.mpk");
+  ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << ManifestToJson(*m);
+  EXPECT_EQ(*again, *m);
+}
+
+TEST(ManifestTest, FactoryEntryPointRoundTrips) {
+  json j = Valid();
+  j["entry_point"] = {{"kind", "factory"},
+                      {"module", "mymodel.net"},
+                      {"function", "build"},
+                      {"weights", {{"package", "manypy"}, {"resource", "weights.pkl"}}}};
+  j["device"] = "cuda:1";
+  j["method"] = "predict";
+  StatusOr<Manifest> m = ParseManifest(j.dump(), "model.mpk");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->entry_point.module, "mymodel.net");
+  EXPECT_EQ(m->entry_point.function, "build");
+  EXPECT_EQ(m->entry_point.weights_package, "manypy");
+  EXPECT_EQ(m->entry_point.weights_resource, "weights.pkl");
+  EXPECT_EQ(m->entry_point.package, "");
+  StatusOr<Manifest> again = ParseManifest(ManifestToJson(*m), "model.mpk");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *m);
+}
+
+TEST(ManifestTest, OptionalFieldsTakeTheirDefaults) {
+  json j = Valid();
+  for (const char* key : {"max_batch_size", "batching", "instance_count", "device", "description"})
+    j.erase(key);
+  j["entry_point"] = {{"kind", "pickle"}};
+  j["inputs"][0]["shape"] = json::array();  // a scalar
+  StatusOr<Manifest> m = ParseManifest(j.dump(), "model.mpk");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->entry_point.package, "model");
+  EXPECT_EQ(m->entry_point.resource, "model.pkl");
+  EXPECT_EQ(m->max_batch_size, 0);
+  EXPECT_FALSE(m->batching.dynamic);
+  EXPECT_EQ(m->device, "cpu");
+  EXPECT_EQ(m->method, "forward");
+  EXPECT_TRUE(m->inputs[0].shape.empty());
+}
+
+TEST(ManifestTest, DatatypeHelpers) {
+  for (const char* t : {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+                        "INT64", "FP16", "BF16", "FP32", "FP64", "BYTES"})
+    EXPECT_TRUE(IsValidDatatype(t)) << t;
+  EXPECT_FALSE(IsValidDatatype("FLOAT32"));
+  EXPECT_FALSE(IsValidDatatype("fp32"));
+  EXPECT_EQ(DatatypeByteSize("BOOL"), 1);
+  EXPECT_EQ(DatatypeByteSize("BF16"), 2);
+  EXPECT_EQ(DatatypeByteSize("FP32"), 4);
+  EXPECT_EQ(DatatypeByteSize("UINT64"), 8);
+  EXPECT_EQ(DatatypeByteSize("BYTES"), -1);
+  EXPECT_EQ(DatatypeByteSize("nope"), -1);
+}
+
+struct BadCase {
+  const char* what;
+  std::function<void(json&)> change;
+  const char* message;  // expected after "model.mpk: "
+};
+
+void ExpectRejected(const std::string& text, const std::string& message, const char* what) {
+  StatusOr<Manifest> m = ParseManifest(text, "model.mpk");
+  ASSERT_FALSE(m.ok()) << what << " was accepted";
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << what;
+  EXPECT_EQ(m.status().message().rfind("model.mpk: ", 0), 0u) << m.status().message();
+  EXPECT_NE(m.status().message().find(message), std::string::npos)
+      << what << ": got \"" << m.status().message() << "\", wanted \"" << message << "\"";
+}
+
+TEST(ManifestTest, RejectsTextThatIsNotAJsonObject) {
+  ExpectRejected("{\"schema_version\": 1,", "manifest is not valid JSON", "truncated JSON");
+  ExpectRejected("", "manifest is not valid JSON", "empty text");
+  ExpectRejected("[1, 2]", "manifest must be a JSON object, not a list", "a list");
+  ExpectRejected("{\"name\": \"\xff\"}", "manifest is not valid JSON", "invalid UTF-8");
+  ExpectRejected(R"({"schema_version": 1, "name": "a", "name": "b"})",
+                 "manifest has the key 'name' twice", "duplicate key");
+}
+
+TEST(ManifestTest, RejectsEveryRuleBrokenOnce) {
+  auto set = [](const char* key, json value) { return [=](json& j) { j[key] = value; }; };
+  auto erase = [](const char* key) { return [=](json& j) { j.erase(key); }; };
+  const std::vector<BadCase> cases = {
+      {"no schema_version", erase("schema_version"),
+       "manifest field 'schema_version': required field missing"},
+      {"schema_version 2", set("schema_version", 2),
+       "manifest field 'schema_version': unsupported schema version 2"},
+      {"schema_version string", set("schema_version", "1"),
+       "manifest field 'schema_version': expected an integer, got a string"},
+      {"schema_version float", set("schema_version", 1.0),
+       "manifest field 'schema_version': expected an integer, got a number"},
+      {"unknown field", set("nmae", "x"), "manifest field 'nmae': unknown field (expected one of"},
+      {"no name", erase("name"), "manifest field 'name': required field missing"},
+      {"empty name", set("name", ""), "manifest field 'name': '' is not 1-128 characters"},
+      {"name with space", set("name", "res net"), "manifest field 'name': 'res net' is not"},
+      {"name starting with dot", set("name", ".hidden"), "not starting with '.'"},
+      {"long name", set("name", std::string(129, 'a')), "manifest field 'name':"},
+      {"no version", erase("version"), "manifest field 'version': required field missing"},
+      {"version 0", set("version", 0), "manifest field 'version': must be >= 1, got 0"},
+      {"version too big", set("version", UINT64_MAX),
+       "manifest field 'version': integer out of range"},
+      {"no platform", erase("platform"), "manifest field 'platform': required field missing"},
+      {"wrong platform", set("platform", "pytorch_libtorch"),
+       "manifest field 'platform': unknown platform 'pytorch_libtorch'"},
+      {"no entry_point", erase("entry_point"),
+       "manifest field 'entry_point': required field missing"},
+      {"entry_point string", set("entry_point", "model.pkl"),
+       "manifest field 'entry_point': expected an object, got a string"},
+      {"no kind", set("entry_point", json::object()),
+       "manifest field 'entry_point.kind': required field missing"},
+      {"unknown kind", set("entry_point", {{"kind", "script"}}),
+       "manifest field 'entry_point.kind': unknown kind 'script'"},
+      {"pickle with module", set("entry_point", {{"kind", "pickle"}, {"module", "m"}}),
+       "manifest field 'entry_point.module': unknown field"},
+      {"traversing resource", set("entry_point", {{"kind", "pickle"}, {"resource", "../x.pkl"}}),
+       "manifest field 'entry_point.resource': '../x.pkl' is not a safe relative path"},
+      {"bad package", set("entry_point", {{"kind", "pickle"}, {"package", "a..b"}}),
+       "manifest field 'entry_point.package': 'a..b' is not a dotted package name"},
+      {"factory without module", set("entry_point", {{"kind", "factory"}, {"function", "f"}}),
+       "manifest field 'entry_point.module': required field missing"},
+      {"factory bad module",
+       set("entry_point", {{"kind", "factory"}, {"module", "1net"}, {"function", "f"}}),
+       "manifest field 'entry_point.module': '1net' is not a dotted Python module name"},
+      {"factory bad function",
+       set("entry_point", {{"kind", "factory"}, {"module", "net"}, {"function", "make-it"}}),
+       "manifest field 'entry_point.function': 'make-it' is not a Python identifier"},
+      {"factory with resource",
+       set("entry_point",
+           {{"kind", "factory"}, {"module", "net"}, {"function", "f"}, {"resource", "x"}}),
+       "manifest field 'entry_point.resource': unknown field"},
+      {"weights without resource",
+       set("entry_point", {{"kind", "factory"},
+                           {"module", "net"},
+                           {"function", "f"},
+                           {"weights", {{"package", "manypy"}}}}),
+       "manifest field 'entry_point.weights.resource': required field missing"},
+      {"bad method", set("method", "not valid"), "manifest field 'method': 'not valid' is not"},
+      {"no inputs", erase("inputs"), "manifest field 'inputs': required field missing"},
+      {"inputs empty", set("inputs", json::array()),
+       "manifest field 'inputs': must list at least one tensor"},
+      {"inputs object", set("inputs", json::object()),
+       "manifest field 'inputs': expected a list, got an object"},
+      {"input not object", set("inputs", {1}),
+       "manifest field 'inputs[0]': expected an object, got an integer"},
+      {"no outputs", erase("outputs"), "manifest field 'outputs': required field missing"},
+      {"input without name", [](json& j) { j["inputs"][0].erase("name"); },
+       "manifest field 'inputs[0].name': required field missing"},
+      {"input bad name", [](json& j) { j["inputs"][0]["name"] = "in put"; },
+       "manifest field 'inputs[0].name': 'in put' is not 1-128 characters of [A-Za-z0-9_.:-]"},
+      {"duplicate output", [](json& j) { j["outputs"].push_back(j["outputs"][0]); },
+       "manifest field 'outputs[1].name': duplicate name 'OUTPUT__0'"},
+      {"unknown datatype",
+       [](json& j) {
+         j["inputs"].push_back(j["inputs"][0]);
+         j["inputs"][1]["name"] = "INPUT__1";
+         j["inputs"][1]["datatype"] = "FLOAT32";
+       },
+       "manifest field 'inputs[1].datatype': unknown datatype 'FLOAT32' (expected one of BOOL, "
+       "UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP16, BF16, FP32, FP64, BYTES)"},
+      {"no datatype", [](json& j) { j["outputs"][0].erase("datatype"); },
+       "manifest field 'outputs[0].datatype': required field missing"},
+      {"no shape", [](json& j) { j["inputs"][0].erase("shape"); },
+       "manifest field 'inputs[0].shape': required field missing"},
+      {"zero dimension",
+       [](json& j) {
+         j["inputs"][0]["shape"] = {3, 0};
+       },
+       "manifest field 'inputs[0].shape[1]': expected an integer >= 1 or -1 (variable), got 0"},
+      {"dimension -2", [](json& j) { j["inputs"][0]["shape"] = {-2}; },
+       "manifest field 'inputs[0].shape[0]': expected an integer >= 1 or -1"},
+      {"string dimension", [](json& j) { j["outputs"][0]["shape"] = {"10"}; },
+       "manifest field 'outputs[0].shape[0]': expected an integer >= 1 or -1 (variable), got "
+       "\"10\""},
+      {"unknown tensor field", [](json& j) { j["inputs"][0]["dims"] = {1}; },
+       "manifest field 'inputs[0].dims': unknown field"},
+      {"negative max_batch_size", set("max_batch_size", -1),
+       "manifest field 'max_batch_size': must be in 0..65536, got -1"},
+      {"huge max_batch_size", set("max_batch_size", 65537),
+       "manifest field 'max_batch_size': must be in 0..65536, got 65537"},
+      {"batching list", set("batching", json::array()),
+       "manifest field 'batching': expected an object, got a list"},
+      {"dynamic string", [](json& j) { j["batching"]["dynamic"] = "yes"; },
+       "manifest field 'batching.dynamic': expected a boolean, got a string"},
+      {"dynamic without batch", set("max_batch_size", 0),
+       "manifest field 'batching.dynamic': dynamic batching needs max_batch_size > 0"},
+      {"preferred 0", [](json& j) { j["batching"]["preferred_batch_sizes"] = {0}; },
+       "manifest field 'batching.preferred_batch_sizes[0]': 0 is not an integer in "
+       "1..max_batch_size (8)"},
+      {"preferred too big",
+       [](json& j) {
+         j["batching"]["preferred_batch_sizes"] = {4, 16};
+       },
+       "manifest field 'batching.preferred_batch_sizes[1]': 16 is not an integer in"},
+      {"negative delay", [](json& j) { j["batching"]["max_queue_delay_microseconds"] = -1; },
+       "manifest field 'batching.max_queue_delay_microseconds': must be >= 0"},
+      {"unknown batching field", [](json& j) { j["batching"]["max_delay"] = 1; },
+       "manifest field 'batching.max_delay': unknown field"},
+      {"negative instance_count", set("instance_count", -1),
+       "manifest field 'instance_count': must be >= 0"},
+      {"unknown device", set("device", "tpu"), "manifest field 'device': unknown device 'tpu'"},
+      {"cuda without index", set("device", "cuda:"), "manifest field 'device': unknown device"},
+      {"cuda bad index", set("device", "cuda:x"), "manifest field 'device': unknown device"},
+      {"description number", set("description", 5),
+       "manifest field 'description': expected a string, got an integer"},
+  };
+  for (const BadCase& c : cases) {
+    json j = Valid();
+    c.change(j);
+    ExpectRejected(j.dump(), c.message, c.what);
+  }
+}
+
+}  // namespace
+}  // namespace manypy

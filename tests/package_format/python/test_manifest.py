@@ -1,0 +1,140 @@
+"""manypy.manifest: building manifests and rejecting bad ones, naming the field."""
+import copy
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "package_format", "python"))
+
+from manypy import manifest as M  # noqa: E402
+
+GOOD = {
+    "schema_version": 1,
+    "name": "resnet18",
+    "version": 1,
+    "platform": "manypy_python",
+    "entry_point": {"kind": "pickle", "package": "model", "resource": "model.pkl"},
+    "inputs": [{"name": "INPUT__0", "datatype": "FP32", "shape": [3, 224, 224]}],
+    "outputs": [{"name": "OUTPUT__0", "datatype": "FP32", "shape": [1000]}],
+    "max_batch_size": 8,
+    "batching": {"dynamic": True, "preferred_batch_sizes": [4, 8], "max_queue_delay_microseconds": 500},
+    "instance_count": 0,
+    "device": "cpu",
+    "description": "torchvision resnet18, random weights",
+}
+
+
+class ManifestTest(unittest.TestCase):
+    def bad(self, field, mutate):
+        m = copy.deepcopy(GOOD)
+        mutate(m)
+        with self.assertRaises(ValueError) as ctx:
+            M.validate_manifest(m)
+        self.assertTrue(str(ctx.exception).startswith(field + ":"),
+                        f"expected an error naming {field!r}, got {ctx.exception}")
+        return str(ctx.exception)
+
+    def test_schema_example_is_valid(self):
+        self.assertEqual(M.validate_manifest(copy.deepcopy(GOOD)), GOOD)
+        minimal = {k: GOOD[k] for k in ("schema_version", "name", "version", "platform",
+                                         "entry_point", "inputs", "outputs")}
+        M.validate_manifest(minimal)
+
+    def test_bad_datatype(self):
+        msg = self.bad("inputs[0].datatype", lambda m: m["inputs"][0].update(datatype="FP33"))
+        self.assertIn("FP33", msg)
+        self.bad("outputs[0].datatype", lambda m: m["outputs"][0].update(datatype="float32"))
+
+    def test_duplicate_input_names(self):
+        def dup(m):
+            m["inputs"].append({"name": "INPUT__0", "datatype": "INT64", "shape": [2]})
+        msg = self.bad("inputs[1].name", dup)
+        self.assertIn("duplicate", msg)
+
+    def test_unknown_fields(self):
+        msg = self.bad("max_batch_sise", lambda m: m.update(max_batch_sise=4))
+        self.assertIn("unknown field", msg)
+        self.bad("inputs[0].dims", lambda m: m["inputs"][0].update(dims=[1]))
+        self.bad("batching.dynamic_batching", lambda m: m["batching"].update(dynamic_batching=True))
+        self.bad("entry_point.module", lambda m: m["entry_point"].update(module="x"))
+
+    def test_bad_shapes(self):
+        self.bad("inputs[0].shape", lambda m: m["inputs"][0].update(shape=[3, 0, 224]))
+        self.bad("inputs[0].shape", lambda m: m["inputs"][0].update(shape=[-2]))
+        self.bad("outputs[0].shape", lambda m: m["outputs"][0].update(shape="1000"))
+        self.bad("outputs[0].shape", lambda m: m["outputs"][0].update(shape=[1000.0]))
+        self.bad("outputs[0].shape", lambda m: m["outputs"][0].update(shape=[True]))
+        m = copy.deepcopy(GOOD)
+        m["inputs"][0]["shape"] = [-1, 224]
+        M.validate_manifest(m)
+
+    def test_required_and_typed_fields(self):
+        self.bad("name", lambda m: m.pop("name"))
+        self.bad("name", lambda m: m.update(name=".hidden"))
+        self.bad("name", lambda m: m.update(name="a/b"))
+        self.bad("name", lambda m: m.update(name="x" * 129))
+        self.bad("version", lambda m: m.update(version=0))
+        self.bad("version", lambda m: m.update(version="1"))
+        self.bad("schema_version", lambda m: m.update(schema_version=2))
+        self.bad("platform", lambda m: m.update(platform="pytorch_libtorch"))
+        self.bad("inputs", lambda m: m.update(inputs=[]))
+        self.bad("outputs", lambda m: m.pop("outputs"))
+        self.bad("inputs[0].name", lambda m: m["inputs"][0].update(name="bad name"))
+        self.bad("max_batch_size", lambda m: m.update(max_batch_size=-1))
+        self.bad("max_batch_size", lambda m: m.update(max_batch_size=65537))
+        self.bad("instance_count", lambda m: m.update(instance_count=-1))
+        self.bad("device", lambda m: m.update(device="tpu"))
+        self.bad("description", lambda m: m.update(description=3))
+        self.bad("method", lambda m: m.update(method="not valid"))
+
+    def test_entry_point(self):
+        self.bad("entry_point.kind", lambda m: m.update(entry_point={"kind": "torchscript"}))
+        self.bad("entry_point.module", lambda m: m.update(entry_point={"kind": "factory", "function": "f"}))
+        self.bad("entry_point.resource",
+                 lambda m: m.update(entry_point={"kind": "pickle", "resource": "../x.pkl"}))
+        self.bad("entry_point.weights.resource", lambda m: m.update(entry_point={
+            "kind": "factory", "module": "net", "function": "build", "weights": {"package": "manypy"}}))
+        m = copy.deepcopy(GOOD)
+        m["entry_point"] = {"kind": "factory", "module": "pkg.net", "function": "build",
+                            "weights": {"package": "manypy", "resource": "weights.pkl"}}
+        M.validate_manifest(m)
+
+    def test_batching(self):
+        def no_batch(m):
+            m["max_batch_size"] = 0
+        self.bad("batching.dynamic", no_batch)
+        self.bad("batching.preferred_batch_sizes",
+                 lambda m: m["batching"].update(preferred_batch_sizes=[16]))
+        self.bad("batching.max_queue_delay_microseconds",
+                 lambda m: m["batching"].update(max_queue_delay_microseconds=-5))
+
+    def test_build_manifest_accepts_tuples_and_names_bad_specs(self):
+        m = M.build_manifest("net", 2, {"kind": "pickle"}, [("X", "fp32", (4,))],
+                             [{"name": "Y", "datatype": "INT64", "shape": []}], max_batch_size=4,
+                             batching=True)
+        self.assertEqual(m["inputs"], [{"name": "X", "datatype": "FP32", "shape": [4]}])
+        self.assertEqual(m["batching"], {"dynamic": True})
+        with self.assertRaisesRegex(ValueError, r"^outputs\[0\]\.datatype:"):
+            M.build_manifest("net", 1, {"kind": "pickle"}, [("X", "FP32", [4])], [("Y", "F32", [4])])
+        with self.assertRaisesRegex(ValueError, r"^inputs\[0\]:"):
+            M.build_manifest("net", 1, {"kind": "pickle"}, [("X", "FP32")], [("Y", "FP32", [4])])
+
+    def test_parse_tensor_arg(self):
+        self.assertEqual(M.parse_tensor_arg("INPUT__0:FP32:3,224,224"),
+                         {"name": "INPUT__0", "datatype": "FP32", "shape": [3, 224, 224]})
+        self.assertEqual(M.parse_tensor_arg("a:b:int64:-1"),
+                         {"name": "a:b", "datatype": "INT64", "shape": [-1]})
+        with self.assertRaisesRegex(ValueError, r"shape"):
+            M.parse_tensor_arg("X:FP32:3,x")
+
+    def test_dumps_round_trip(self):
+        self.assertEqual(M.loads(M.dumps(GOOD)), GOOD)
+        self.assertEqual(M.loads(M.dumps(GOOD).encode()), GOOD)
+        with self.assertRaisesRegex(ValueError, r"^manifest: not valid JSON"):
+            M.loads("{")
+
+
+if __name__ == "__main__":
+    unittest.main()

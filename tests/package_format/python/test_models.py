@@ -1,0 +1,157 @@
+"""The example models in models/: each builds, runs one eager forward on
+inputs matching its declared signature, and returns outputs matching it;
+small ones also go through models/make_repository.py and back."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+MODELS_DIR = os.path.join(REPO, "models")
+sys.path.insert(0, os.path.join(REPO, "package_format", "python"))
+sys.path.insert(0, MODELS_DIR)
+
+import torch  # noqa: E402
+
+import make_repository  # noqa: E402
+import manypy.package as P  # noqa: E402
+from manypy import manifest as M  # noqa: E402
+
+_DTYPES = {"FP32": torch.float32, "FP16": torch.float16, "FP64": torch.float64, "INT64": torch.int64,
+           "INT32": torch.int32, "BOOL": torch.bool, "UINT8": torch.uint8}
+
+
+def bytes_shape(value):
+    if isinstance(value, (bytes, str)):
+        return []
+    return [len(value)] + bytes_shape(value[0])
+
+
+class ExampleModelsTest(unittest.TestCase):
+    def check_value(self, spec, value, batch, what):
+        shape = ([batch] if batch is not None else []) + spec["shape"]
+        if spec["datatype"] == "BYTES":
+            self.assertIsInstance(value, list, what)
+            got = bytes_shape(value)
+        else:
+            self.assertIsInstance(value, torch.Tensor, what)
+            self.assertEqual(value.dtype, _DTYPES[spec["datatype"]], what)
+            got = list(value.shape)
+        self.assertEqual(len(got), len(shape), f"{what}: shape {got} vs declared {shape}")
+        for g, d in zip(got, shape):
+            self.assertTrue(d == -1 or g == d, f"{what}: shape {got} vs declared {shape}")
+
+    def check_model(self, name, batch_size):
+        module = make_repository.load(name)
+        self.assertTrue(module.__doc__ and module.__doc__.startswith(name + ":"), f"{name}: docstring")
+        sig = module.SIGNATURE
+        inputs = M.tensor_specs(sig["inputs"], "inputs")
+        outputs = M.tensor_specs(sig["outputs"], "outputs")
+        batched = sig.get("max_batch_size", 0) > 0
+        batch = batch_size if batched else None
+        args = module.example_inputs(batch_size) if batched else module.example_inputs()
+        self.assertEqual(len(args), len(inputs))
+        for spec, value in zip(inputs, args):
+            self.check_value(spec, value, batch, f"{name} input {spec['name']}")
+
+        model = module.build()
+        self.assertFalse(model.training, f"{name}: build() must return an eval() model")
+        with torch.inference_mode():
+            result = model(*args)
+        if isinstance(result, dict):
+            self.assertEqual(set(result), {o["name"] for o in outputs}, name)
+            values = [result[o["name"]] for o in outputs]
+        elif isinstance(result, (tuple, list)):
+            values = list(result)
+        else:
+            values = [result]
+        self.assertEqual(len(values), len(outputs), name)
+        for spec, value in zip(outputs, values):
+            self.check_value(spec, value, batch, f"{name} output {spec['name']}")
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                self.assertTrue(torch.isfinite(value).all(), f"{name}: non-finite output")
+        # The signature is a valid manifest signature.
+        M.build_manifest(name, 1, {"kind": "pickle"}, sig["inputs"], sig["outputs"],
+                         max_batch_size=sig.get("max_batch_size", 0), batching=sig.get("batching"))
+        return model, args, result
+
+    def test_every_model_is_listed(self):
+        files = sorted(f[:-3] for f in os.listdir(MODELS_DIR)
+                       if f.endswith(".py") and f != "make_repository.py" and not f.startswith("_"))
+        self.assertEqual(sorted(make_repository.MODELS), files)
+
+    def test_resnet18(self):
+        self.check_model("resnet18", 2)
+
+    def test_resnet50(self):
+        self.check_model("resnet50", 1)  # slow on CPU: one forward, batch 1
+
+    def test_mobilenet_v3_small(self):
+        self.check_model("mobilenet_v3_small", 2)
+
+    def test_text_classifier(self):
+        model, args, result = self.check_model("text_classifier", 3)
+        module = make_repository.load("text_classifier")
+        # The tokenizer is stable (not Python's salted hash) and case-insensitive.
+        self.assertEqual(module.fnv1a_32(b"hello"), 0x4F9F2CAB)
+        self.assertEqual(module.tokenize(b"Hello, WORLD!"), module.tokenize("hello world"))
+        self.assertEqual(len(module.tokenize("x " * 500)), module.MAX_TOKENS)
+        # A text's logits do not depend on the other texts in its batch (padding is masked).
+        with torch.inference_mode():
+            alone = model([args[0][1]])
+        self.assertTrue(torch.allclose(alone[0], result[1], atol=1e-5))
+
+    def test_python_heavy(self):
+        self.check_model("python_heavy", 4)
+
+    def test_two_io(self):
+        _, args, result = self.check_model("two_io", None)
+        self.assertTrue(torch.equal(result["SUM"], torch.tensor([11.0, 22.0, 33.0, 44.0])))
+        self.assertTrue(torch.equal(result["PRODUCT"], torch.tensor([10.0, 40.0, 90.0, 160.0])))
+
+    def test_numpy_model(self):
+        self.check_model("numpy_model", 3)
+
+    def test_make_repository_small_models(self):
+        tmp = tempfile.mkdtemp(prefix="manypy-repo-test-")
+        try:
+            names = ["text_classifier", "python_heavy", "two_io", "numpy_model"]
+            cmd = ["/usr/bin/python3", os.path.join(MODELS_DIR, "make_repository.py"), "--out", tmp]
+            for name in names:
+                cmd += ["--only", name]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                                  env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertEqual(len([l for l in proc.stdout.splitlines() if " MB " in l]), len(names))
+            again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            self.assertEqual(again.stdout.count("up to date"), len(names), again.stdout + again.stderr)
+            for name in names:
+                path = os.path.join(tmp, f"{name}.mpk")
+                manifest = P.check_archive(path)
+                module = make_repository.load(name)
+                self.assertEqual(manifest["name"], name)
+                self.assertEqual(manifest["version"], 1)
+                self.assertEqual(manifest["entry_point"]["kind"], "pickle")
+                self.assertEqual(manifest["inputs"], M.tensor_specs(module.SIGNATURE["inputs"], "i"))
+                self.assertEqual(manifest["outputs"], M.tensor_specs(module.SIGNATURE["outputs"], "o"))
+                with zipfile.ZipFile(path) as zf:
+                    self.assertIn(f"{name}/{name}.py", zf.namelist())  # the module is interned
+                model, _ = P.load_model(path)
+                args = module.example_inputs(2) if manifest["max_batch_size"] else module.example_inputs()
+                with torch.inference_mode():
+                    got, want = model(*args), module.build()(*args)
+                if isinstance(want, dict):
+                    for key in want:
+                        self.assertTrue(torch.equal(got[key], want[key]), f"{name} {key}")
+                else:
+                    self.assertTrue(torch.equal(got, want), name)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()

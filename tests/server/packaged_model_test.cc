@@ -1,0 +1,135 @@
+// Every example model, packaged by the project's own tool, loads into every
+// interpreter of a pool with one shared copy of its weights and gives the
+// same results as the eager model built from its source.
+#include "server/packaged_model.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "interpreters/python_error.h"
+#include "tests/test_util/pool_fixture.h"
+
+namespace manypy {
+namespace {
+
+std::string ArchivePath(const std::string& model) {
+  return std::string(MANYPY_TEST_REPOSITORY) + "/" + model + ".mpk";
+}
+
+std::unique_ptr<InterpreterPool> MakeModelPool(size_t n) {
+  PoolOptions options = testing::TestPoolOptions(n);
+  options.extra_sys_path.push_back(MANYPY_SOURCE_DIR "/models");
+  auto pool = InterpreterPool::Create(options);
+  EXPECT_TRUE(pool.ok()) << pool.status().ToString();
+  return pool.ok() ? std::move(*pool) : nullptr;
+}
+
+// Eager reference computed from the model's own source (not the archive).
+struct Reference {
+  std::vector<Value> inputs;
+  std::vector<Value> outputs;
+};
+
+Reference EagerReference(InterpreterPool& pool, const std::string& model, const Manifest& manifest) {
+  auto s = pool.AcquireAt(0);
+  std::string names;
+  for (const auto& o : manifest.outputs) names += "'" + o.name + "',";
+  s.Exec("import torch, importlib\n"
+         "def _reference(name, names):\n"
+         "    m = importlib.import_module(name)\n"
+         "    model, inputs = m.build(), m.example_inputs(2) if " +
+         std::to_string(manifest.max_batch_size) +
+         " > 0 else m.example_inputs()\n"
+         "    with torch.inference_mode():\n"
+         "        out = model(*inputs)\n"
+         "    if isinstance(out, dict): out = [out[n] for n in names]\n"
+         "    elif not isinstance(out, (tuple, list)): out = [out]\n"
+         "    return list(inputs), list(out)\n");
+  Value r = s.Eval("_reference('" + model + "', [" + names + "])").ToValue();
+  return {r.items()[0].items(), r.items()[1].items()};
+}
+
+void ExpectSameOutputs(const std::vector<Value>& got, const std::vector<Value>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (want[i].kind() == Value::Kind::kTensor) {
+      // Tolerance: the pool may use a different intra-op thread count than the
+      // reference, which reorders float sums.
+      EXPECT_TRUE(got[i].to_tensor().allclose(want[i].to_tensor(), 1e-5, 1e-5))
+          << "output " << i << " differs";
+    } else {
+      EXPECT_EQ(got[i].DebugString(), want[i].DebugString());
+    }
+  }
+}
+
+class ExampleModelTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ExampleModelTest, MatchesEagerPyTorchInEveryInterpreter) {
+  auto pool = MakeModelPool(2);
+  ASSERT_NE(pool, nullptr);
+  auto model = PackagedModel::Load(pool.get(), ArchivePath(GetParam()));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ((*model)->manifest().name, GetParam());
+  Reference ref = EagerReference(*pool, GetParam(), (*model)->manifest());
+  // Interpreter by interpreter, through the replicated runner.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] { ExpectSameOutputs((*model)->Infer(ref.inputs), ref.outputs); });
+  }
+  for (auto& t : threads) t.join();
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ExampleModelTest,
+                         ::testing::Values("resnet18", "resnet50", "mobilenet_v3_small",
+                                           "text_classifier", "python_heavy", "two_io",
+                                           "numpy_model"));
+
+TEST(PackagedModelTest, WeightsAreSharedByEveryInterpreter) {
+  auto pool = MakeModelPool(3);
+  ASSERT_NE(pool, nullptr);
+  auto model = PackagedModel::Load(pool.get(), ArchivePath("resnet18"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  std::vector<int64_t> pointers, model_ids;
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    Obj m = (*model)->In(s);
+    pointers.push_back(m.Attr("conv1").Attr("weight").Attr("data_ptr").Call().ToValue().to_int());
+    pointers.push_back(m.Attr("fc").Attr("bias").Attr("data_ptr").Call().ToValue().to_int());
+    model_ids.push_back(s.Global("builtins", "id").CallWith({m}).ToValue().to_int());
+  }
+  // Each interpreter has its own model object ...
+  EXPECT_NE(model_ids[0], model_ids[1]);
+  EXPECT_NE(model_ids[1], model_ids[2]);
+  // ... whose parameters live in the same memory.
+  for (size_t i = 2; i < pointers.size(); i += 2) {
+    EXPECT_EQ(pointers[i], pointers[0]);
+    EXPECT_EQ(pointers[i + 1], pointers[1]);
+  }
+  EXPECT_NE(pointers[0], pointers[1]);
+}
+
+TEST(PackagedModelTest, MissingArchiveIsNotFound) {
+  auto pool = MakeModelPool(1);
+  ASSERT_NE(pool, nullptr);
+  auto model = PackagedModel::Load(pool.get(), ArchivePath("no_such_model"));
+  EXPECT_EQ(model.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(model.status().message().find("no_such_model.mpk"), std::string::npos);
+}
+
+TEST(PackagedModelTest, ModelExceptionIsAPythonError) {
+  auto pool = MakeModelPool(1);
+  ASSERT_NE(pool, nullptr);
+  auto model = PackagedModel::Load(pool.get(), ArchivePath("two_io"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  // Wrong shapes: the model's own code raises; the pool keeps serving.
+  EXPECT_THROW((*model)->Infer({Value(at::ones({3})), Value(at::ones({5}, at::kLong))}),
+               PythonError);
+  auto out = (*model)->Infer({Value(at::ones({4})), Value(at::ones({4}, at::kLong))});
+  EXPECT_TRUE(out[0].to_tensor().equal(at::full({4}, 2.0)));
+}
+
+}  // namespace
+}  // namespace manypy
