@@ -158,6 +158,18 @@ TEST(PoolTest, ReplicatedObjectIsCreatedLazilyInEachInterpreter) {
   EXPECT_TRUE(model.Call({x}).to_tensor().allclose(outputs[0]));
 }
 
+TEST(PoolTest, DefineModuleCreatesTheModuleOnce) {
+  auto pool = MakePool(1);
+  ASSERT_NE(pool, nullptr);
+  auto s = pool->Acquire();
+  Obj first = s.DefineModule("host_helpers", "calls = 0\ndef double(x):\n    return 2 * x\n");
+  EXPECT_EQ(first.Attr("double").Call({Value(21)}).ToValue().to_int(), 42);
+  s.Exec("import host_helpers\nhost_helpers.calls = 5");
+  // A second definition returns the existing module instead of re-running the source.
+  Obj again = s.DefineModule("host_helpers", "calls = 0\n");
+  EXPECT_EQ(again.Attr("calls").ToValue().to_int(), 5);
+}
+
 class PoolSizeTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(PoolSizeTest, StartsCallsAndShutsDown) {
