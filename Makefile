@@ -33,5 +33,13 @@ bench-pool: build
 	mkdir -p bench-results
 	$(BUILD)/bin/manypy-bench-pool --out bench-results/pool.json
 
+# Resident memory of resnet50 served by 1, 2, 4 interpreters vs 1, 2, 4 worker processes.
+bench-memory: build
+	mkdir -p bench-results
+	test -f $(BUILD)/model-repository/resnet50.mpk || \
+	  /usr/bin/python3 models/make_repository.py --out $(BUILD)/model-repository
+	$(BUILD)/bin/manypy-bench-memory --archive $(BUILD)/model-repository/resnet50.mpk \
+	  --out bench-results/memory.json
+
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,137 @@
+#include "server/grpc_frontend.h"
+
+#include <thread>
+
+#include "server/grpc_status.h"
+#include "server/grpc_stream.h"
+#include "server/protocol_metadata.h"
+
+namespace manypy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const Status& status) {
+  return Done(ctx, ToGrpcStatus(status));
+}
+
+}  // namespace
+
+Status CheckStillWanted(grpc::CallbackServerContext* ctx) {
+  if (ctx->IsCancelled()) return {StatusCode::kDeadlineExceeded, "request cancelled before it ran"};
+  if (ctx->deadline() < std::chrono::system_clock::now()) {
+    return {StatusCode::kDeadlineExceeded, "the request's deadline passed before it ran"};
+  }
+  return Status::Ok();
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::ServerLive(Ctx* ctx, const inference::ServerLiveRequest*,
+                                                inference::ServerLiveResponse* response) {
+  response->set_live(true);
+  return Done(ctx, grpc::Status::OK);
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::ServerReady(Ctx* ctx, const inference::ServerReadyRequest*,
+                                                 inference::ServerReadyResponse* response) {
+  response->set_ready(!draining_);
+  return Done(ctx, grpc::Status::OK);
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::ModelReady(Ctx* ctx, const inference::ModelReadyRequest* request,
+                                                inference::ModelReadyResponse* response) {
+  response->set_ready(models_->Get(request->name(), request->version()).ok());
+  return Done(ctx, grpc::Status::OK);
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::ServerMetadata(Ctx* ctx, const inference::ServerMetadataRequest*,
+                                                    inference::ServerMetadataResponse* response) {
+  FillServerMetadata(response);
+  return Done(ctx, grpc::Status::OK);
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::ModelMetadata(Ctx* ctx,
+                                                   const inference::ModelMetadataRequest* request,
+                                                   inference::ModelMetadataResponse* response) {
+  auto model = models_->Get(request->name(), request->version());
+  if (!model.ok()) return Done(ctx, model.status());
+  FillModelMetadata(**model, *models_, response);
+  return Done(ctx, grpc::Status::OK);
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::ModelConfig(Ctx* ctx, const inference::ModelConfigRequest* request,
+                                                 inference::ModelConfigResponse* response) {
+  auto model = models_->Get(request->name(), request->version());
+  if (!model.ok()) return Done(ctx, model.status());
+  FillModelConfig(**model, options_.interpreters, response);
+  return Done(ctx, grpc::Status::OK);
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::ModelStatistics(
+    Ctx* ctx, const inference::ModelStatisticsRequest* request,
+    inference::ModelStatisticsResponse* response) {
+  if (!request->name().empty()) {
+    auto model = models_->Get(request->name(), request->version());
+    if (!model.ok()) return Done(ctx, model.status());
+    FillModelStatistics(**model, response->add_model_stats());
+  } else {
+    for (const auto& model : models_->ReadyModels()) FillModelStatistics(*model, response->add_model_stats());
+  }
+  return Done(ctx, grpc::Status::OK);
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::RepositoryIndex(Ctx* ctx,
+                                                     const inference::RepositoryIndexRequest* request,
+                                                     inference::RepositoryIndexResponse* response) {
+  FillRepositoryIndex(*models_, request->ready(), response);
+  return Done(ctx, grpc::Status::OK);
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelLoad(
+    Ctx* ctx, const inference::RepositoryModelLoadRequest* request,
+    inference::RepositoryModelLoadResponse*) {
+  if (!options_.explicit_model_control) {
+    return Done(ctx, FailedPrecondition("loading models on request needs --model-control-mode=explicit"));
+  }
+  auto* reactor = ctx->DefaultReactor();
+  // Loading runs Python in every interpreter for seconds: not on a gRPC thread.
+  std::string name = request->model_name();
+  std::thread([this, reactor, name] { reactor->Finish(ToGrpcStatus(models_->Load(name))); }).detach();
+  return reactor;
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelUnload(
+    Ctx* ctx, const inference::RepositoryModelUnloadRequest* request,
+    inference::RepositoryModelUnloadResponse*) {
+  if (!options_.explicit_model_control) {
+    return Done(ctx, FailedPrecondition("unloading models on request needs --model-control-mode=explicit"));
+  }
+  auto* reactor = ctx->DefaultReactor();
+  std::string name = request->model_name();
+  std::thread([this, reactor, name] { reactor->Finish(ToGrpcStatus(models_->Unload(name))); }).detach();
+  return reactor;
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::ModelInfer(Ctx* ctx, const inference::ModelInferRequest* request,
+                                                inference::ModelInferResponse* response) {
+  auto* reactor = ctx->DefaultReactor();
+  Clock::time_point received = Clock::now();
+  bool queued = executor_->Submit([this, ctx, reactor, request, response, received] {
+    Status wanted = CheckStillWanted(ctx);
+    reactor->Finish(ToGrpcStatus(wanted.ok() ? handler_.Infer(*request, received, response) : wanted));
+  });
+  if (!queued) reactor->Finish(ToGrpcStatus(Unavailable("the server is shutting down")));
+  return reactor;
+}
+
+grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
+GrpcFrontend::ModelStreamInfer(Ctx* ctx) {
+  return new StreamInferReactor(ctx, &handler_, executor_);
+}
+
+}  // namespace manypy

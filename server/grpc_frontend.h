@@ -1,0 +1,58 @@
+// GrpcFrontend: the Open Inference Protocol's GRPCInferenceService as a thin
+// stateless shell: validate, get a model handle, hand the work to the
+// executor, convert the status once. Thread-safe (callback API: no thread per
+// in-flight request).
+#pragma once
+
+#include <atomic>
+
+#include "proto/grpc_service.grpc.pb.h"
+#include "server/executor.h"
+#include "server/inference_handler.h"
+#include "server/model_manager.h"
+
+namespace manypy {
+
+class GrpcFrontend final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  struct Options {
+    size_t interpreters = 1;
+    bool explicit_model_control = false;
+  };
+  GrpcFrontend(ModelManager* models, Executor* executor, Options options)
+      : models_(models), executor_(executor), handler_(models), options_(options) {}
+
+  /// After this, ServerReady answers false (while in-flight work drains).
+  void StartDraining() { draining_ = true; }
+
+  using Reactor = grpc::ServerUnaryReactor;
+  using Ctx = grpc::CallbackServerContext;
+  Reactor* ServerLive(Ctx*, const inference::ServerLiveRequest*, inference::ServerLiveResponse*) override;
+  Reactor* ServerReady(Ctx*, const inference::ServerReadyRequest*, inference::ServerReadyResponse*) override;
+  Reactor* ModelReady(Ctx*, const inference::ModelReadyRequest*, inference::ModelReadyResponse*) override;
+  Reactor* ServerMetadata(Ctx*, const inference::ServerMetadataRequest*,
+                          inference::ServerMetadataResponse*) override;
+  Reactor* ModelMetadata(Ctx*, const inference::ModelMetadataRequest*,
+                         inference::ModelMetadataResponse*) override;
+  Reactor* ModelInfer(Ctx*, const inference::ModelInferRequest*, inference::ModelInferResponse*) override;
+  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
+  ModelStreamInfer(Ctx*) override;
+  Reactor* ModelConfig(Ctx*, const inference::ModelConfigRequest*, inference::ModelConfigResponse*) override;
+  Reactor* ModelStatistics(Ctx*, const inference::ModelStatisticsRequest*,
+                           inference::ModelStatisticsResponse*) override;
+  Reactor* RepositoryIndex(Ctx*, const inference::RepositoryIndexRequest*,
+                           inference::RepositoryIndexResponse*) override;
+  Reactor* RepositoryModelLoad(Ctx*, const inference::RepositoryModelLoadRequest*,
+                               inference::RepositoryModelLoadResponse*) override;
+  Reactor* RepositoryModelUnload(Ctx*, const inference::RepositoryModelUnloadRequest*,
+                                 inference::RepositoryModelUnloadResponse*) override;
+
+ private:
+  ModelManager* const models_;
+  Executor* const executor_;
+  const InferenceHandler handler_;
+  const Options options_;
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace manypy

@@ -1,0 +1,38 @@
+// ModelRepository: what a directory of model archives (*.mpk) offers, read
+// fresh on every Scan. Stateless apart from the path; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace manypy {
+
+/// One archive found in the repository. An archive that fails validation is
+/// listed too (under its file name, with `error` set) so operators see why.
+struct RepositoryEntry {
+  std::string name;
+  int64_t version = 0;
+  std::string path;
+  Status error;
+};
+
+class ModelRepository {
+ public:
+  explicit ModelRepository(std::string directory) : directory_(std::move(directory)) {}
+
+  const std::string& directory() const { return directory_; }
+
+  /// Every *.mpk file of the directory (not recursive), validated; sorted by
+  /// name, then version. NOT_FOUND if the directory does not exist.
+  StatusOr<std::vector<RepositoryEntry>> Scan() const;
+
+  /// The newest valid version of `name`; NOT_FOUND naming the repository if none.
+  StatusOr<RepositoryEntry> Latest(const std::string& name) const;
+
+ private:
+  const std::string directory_;
+};
+
+}  // namespace manypy

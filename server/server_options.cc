@@ -1,0 +1,132 @@
+#include "server/server_options.h"
+
+#include <filesystem>
+#include <fstream>
+
+namespace manypy {
+namespace {
+
+std::string DefaultRepository() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "model-repository" : (exe.parent_path().parent_path() / "model-repository").string();
+}
+
+Status ParseInt(const std::string& flag, const std::string& value, long min, long max, long* out) {
+  try {
+    size_t used = 0;
+    long v = std::stol(value, &used);
+    if (used != value.size() || v < min || v > max) throw std::out_of_range(value);
+    *out = v;
+    return Status::Ok();
+  } catch (const std::exception&) {
+    return InvalidArgument("--" + flag + " needs an integer in [" + std::to_string(min) + ", " +
+                           std::to_string(max) + "], got '" + value + "'");
+  }
+}
+
+Status Apply(const std::string& flag, const std::string& value, ServerOptions* o);
+
+Status ApplyConfigFile(const std::string& path, ServerOptions* o) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read config file " + path);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) {
+      return InvalidArgument(path + ":" + std::to_string(n) + ": expected flag=value");
+    }
+    MANYPY_RETURN_IF_ERROR(Apply(line.substr(0, eq), line.substr(eq + 1), o));
+  }
+  return Status::Ok();
+}
+
+Status Apply(const std::string& flag, const std::string& value, ServerOptions* o) {
+  long n = 0;
+  if (flag == "model-repository") o->model_repository = value;
+  else if (flag == "grpc-address") o->grpc_address = value;
+  else if (flag == "grpc-port") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 65535, &n));
+    o->grpc_port = static_cast<int>(n);
+  } else if (flag == "interpreters") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 256, &n));
+    o->interpreters = static_cast<size_t>(n);
+  } else if (flag == "model-control-mode") {
+    if (value != "none" && value != "explicit") {
+      return InvalidArgument("--model-control-mode is 'none' or 'explicit', got '" + value + "'");
+    }
+    o->explicit_model_control = value == "explicit";
+  } else if (flag == "load-model") o->load_models.push_back(value);
+  else if (flag == "max-message-size") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1024, 2147483647L, &n));
+    o->max_message_bytes = static_cast<int>(n);
+  } else if (flag == "grace-period") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 3600, &n));
+    o->grace_period_seconds = static_cast<int>(n);
+  } else if (flag == "log-level") {
+    if (value != "error" && value != "warning" && value != "info" && value != "verbose") {
+      return InvalidArgument("--log-level is error, warning, info or verbose, got '" + value + "'");
+    }
+    o->log_level = value;
+  } else if (flag == "cache-dir") o->cache_dir = value;
+  else if (flag == "config") return ApplyConfigFile(value, o);
+  else return InvalidArgument("unknown flag --" + flag + " (see --help)");
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string ServerUsage() {
+  return R"(usage: manypy-server [flags]
+
+Serves the models of a repository of manypy archives (*.mpk) over the Open
+Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
+
+  --model-repository=DIR     directory of model archives (default: the example
+                             repository, ../model-repository beside this binary)
+  --grpc-address=ADDR        address to listen on (default 0.0.0.0)
+  --grpc-port=PORT           gRPC port (default 8001; 0 picks a free port)
+  --interpreters=N           Python interpreters in the pool (default: one per core)
+  --model-control-mode=MODE  none: load every model at start (default);
+                             explicit: load only --load-model models, then on
+                             RepositoryModelLoad / RepositoryModelUnload requests
+  --load-model=NAME          a model to load at start (repeatable; explicit mode)
+  --max-message-size=BYTES   largest gRPC message sent or received (default 64 MiB);
+                             larger requests fail with RESOURCE_EXHAUSTED
+  --grace-period=SECONDS     on SIGTERM/SIGINT, how long in-flight requests may
+                             finish before they are cancelled (default 30)
+  --log-level=LEVEL          error, warning, info (default) or verbose
+  --cache-dir=DIR            where prepared interpreter libraries are cached
+  --config=FILE              read flags from FILE, one flag=value per line
+  --help                     this text
+)";
+}
+
+StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv, bool* help) {
+  ServerOptions o;
+  o.model_repository = DefaultRepository();
+  *help = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      *help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) return InvalidArgument("unexpected argument '" + arg + "' (see --help)");
+    std::string flag = arg.substr(2), value;
+    size_t eq = flag.find('=');
+    if (eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      return InvalidArgument("--" + flag + " needs a value");
+    }
+    MANYPY_RETURN_IF_ERROR(Apply(flag, value, &o));
+  }
+  return o;
+}
+
+}  // namespace manypy

@@ -1,0 +1,639 @@
+// manypy-bench-memory: what serving one model costs in memory, N ways.
+//
+//   interpreters  one process, a pool of N interpreters, the model loaded in
+//                 each (PackagedModel: one shared mapping of the weights)
+//   processes     N separate Python worker processes, each loading the model
+//                 with torch.package (the TorchServe / Triton python-backend
+//                 pattern: every worker holds its own copy of the weights)
+//
+// for N = 1, 2, 4. Every measurement runs in fresh processes, so nothing the
+// benchmark itself allocated (or an earlier measurement left behind) is
+// counted: the interpreters mode re-executes this program
+// (`--child-interpreters N`), the processes mode starts N copies of
+// tests/bench/memory_worker.py at once. Both run one inference before
+// measuring, so lazily allocated state (kernels' scratch, Python caches) is
+// counted, and both use one intra-op thread, so thread pools compare alike.
+//
+// rss_bytes is VmRSS after the inference: of the pool's process, or summed over
+// the N workers (what a per-process memory limit or a node's accounting sees;
+// it counts the pages of shared libraries in every worker, so the PSS sum is
+// printed too, the fair lower bound). load_seconds: pool creation + model load
+// / wall time from starting the N workers until the last has loaded.
+//
+// Writes a JSON list of {"model", "mode", "workers", "rss_bytes",
+// "load_seconds"} records; prints a table, where the pool's memory goes, and
+// whether the targets hold (stdout; progress on stderr).
+//
+// Usage: manypy-bench-memory --archive A.mpk --out PATH [--workers 1,2,4]
+//                            [--python /usr/bin/python3] [--worker memory_worker.py]
+//        manypy-bench-memory --child-interpreters N --archive A.mpk   (internal)
+#include <ATen/ATen.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "interpreters/pool.h"
+#include "interpreters/python_error.h"
+#include "package_format/archive.h"
+#include "server/packaged_model.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+constexpr double kMiB = 1024.0 * 1024.0;
+/// One line the interpreters child prints for the parent; other output of the
+/// child (anything Python prints) is passed through to stderr.
+constexpr const char* kChildPrefix = "MANYPY_MEMORY";
+/// Every child and worker gets this many intra-op threads, so both modes carry
+/// the same thread stacks and pools.
+constexpr const char* kIntraOpThreads = "1";
+/// A child or worker that has not reported within this long is killed.
+constexpr double kChildTimeoutSeconds = 240;
+
+// ---------------------------------------------------------------------------
+// /proc readers.
+
+/// VmRSS of process `pid` ("self" for this one) in bytes, or 0 if unreadable.
+uint64_t ReadVmRssBytes(const std::string& pid) {
+  std::ifstream status("/proc/" + pid + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // kB
+  }
+  return 0;
+}
+
+/// The fields of /proc/<pid>/smaps_rollup ("Rss", "Pss", "Anonymous", ...) in bytes.
+std::map<std::string, uint64_t> ReadSmapsRollup(const std::string& pid) {
+  std::map<std::string, uint64_t> fields;
+  std::ifstream rollup("/proc/" + pid + "/smaps_rollup");
+  std::string line;
+  while (std::getline(rollup, line)) {
+    size_t colon = line.find(':');
+    // Skips the header line (a mapping range) and anything not in kB.
+    if (colon == std::string::npos || line.size() < 2 || line.compare(line.size() - 2, 2, "kB") != 0) {
+      continue;
+    }
+    fields[line.substr(0, colon)] = std::stoull(line.substr(colon + 1)) * 1024;
+  }
+  return fields;
+}
+
+/// Where this process's resident memory is, by kind of mapping (bytes of Rss):
+///   copies   the pool's prepared per-interpreter library copies (under its cache dir)
+///   archive  the mapping of the model archive (the shared weights)
+///   files    every other file-backed mapping (libtorch, the system's libraries)
+///   anon     mappings without a file: heaps, Python objects, tensors, thread stacks
+/// plus anon_in_files, the Anonymous (copied-on-write) part of the file-backed
+/// mappings: relocated data and GOT pages of each library copy live there.
+std::map<std::string, uint64_t> ResidentByKind(const std::string& cache_dir,
+                                               const std::string& archive) {
+  std::map<std::string, uint64_t> kinds{
+      {"copies", 0}, {"archive", 0}, {"files", 0}, {"anon", 0}, {"anon_in_files", 0}};
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  std::string kind = "anon";
+  while (std::getline(smaps, line)) {
+    std::istringstream fields(line);
+    std::string first;
+    fields >> first;
+    if (first.empty()) continue;
+    if (first.back() != ':') {
+      // A mapping header: range, perms, offset, dev, inode, then the path (may be empty).
+      std::string perms, offset, dev, inode, path;
+      fields >> perms >> offset >> dev >> inode;
+      std::getline(fields, path);
+      path.erase(0, path.find_first_not_of(' '));
+      if (path.empty() || path[0] == '[') {
+        kind = "anon";
+      } else if (path.rfind(cache_dir + "/", 0) == 0) {
+        kind = "copies";
+      } else if (path == archive) {
+        kind = "archive";
+      } else {
+        kind = "files";
+      }
+      continue;
+    }
+    uint64_t kb = 0;
+    fields >> kb;
+    if (first == "Rss:") kinds[kind] += kb * 1024;
+    if (first == "Anonymous:" && kind != "anon") kinds["anon_in_files"] += kb * 1024;
+  }
+  return kinds;
+}
+
+/// For looking into where memory goes: with $MANYPY_BENCH_SMAPS_DIR set, every
+/// measured process's /proc/<pid>/smaps is copied there as `name`.smaps.
+void SaveSmaps(const std::string& pid, const std::string& name) {
+  const char* dir = getenv("MANYPY_BENCH_SMAPS_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ifstream in("/proc/" + pid + "/smaps");
+  std::ofstream out(std::string(dir) + "/" + name + ".smaps");
+  out << in.rdbuf();
+}
+
+// ---------------------------------------------------------------------------
+// Child processes.
+
+/// This program's environment with OMP_NUM_THREADS set, for every child.
+std::vector<std::string> ChildEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (strncmp(*e, "OMP_NUM_THREADS=", 16) != 0) env.emplace_back(*e);
+  }
+  env.push_back(std::string("OMP_NUM_THREADS=") + kIntraOpThreads);
+  return env;
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+/// A started child: its stdout (and optionally stdin) are pipes held here.
+struct Child {
+  pid_t pid = -1;
+  int stdout_fd = -1;
+  int stdin_fd = -1;   ///< write end of the child's stdin; -1 if it inherited ours
+  std::string buffer;  ///< read from stdout, not yet returned as a line
+};
+
+/// Starts `argv` with its stdout on a pipe (and its stdin on one if `pipe_stdin`);
+/// stderr is inherited. Our pipe ends are close-on-exec, so one worker never
+/// holds another's stdin open (which would keep it from ever seeing EOF).
+std::optional<Child> Spawn(std::vector<std::string> argv, bool pipe_stdin) {
+  int out[2], in[2] = {-1, -1};
+  if (pipe2(out, O_CLOEXEC) != 0) return std::nullopt;
+  if (pipe_stdin && pipe2(in, O_CLOEXEC) != 0) {
+    close(out[0]);
+    close(out[1]);
+    return std::nullopt;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);  // dup2 clears CLOEXEC
+  if (pipe_stdin) posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+  std::vector<std::string> env = ChildEnvironment();
+  std::vector<char*> c_argv = CStrings(argv), c_env = CStrings(env);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, c_argv[0], &actions, nullptr, c_argv.data(), c_env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  if (pipe_stdin) close(in[0]);
+  if (rc != 0) {
+    fprintf(stderr, "manypy-bench-memory: cannot start %s: %s\n", argv[0].c_str(), strerror(rc));
+    close(out[0]);
+    if (pipe_stdin) close(in[1]);
+    return std::nullopt;
+  }
+  Child child;
+  child.pid = pid;
+  child.stdout_fd = out[0];
+  child.stdin_fd = pipe_stdin ? in[1] : -1;
+  return child;
+}
+
+/// The child's next stdout line (without the newline), or nullopt at EOF or
+/// once `deadline` has passed.
+std::optional<std::string> ReadLine(Child& child, Clock::time_point deadline) {
+  while (true) {
+    size_t newline = child.buffer.find('\n');
+    if (newline != std::string::npos) {
+      std::string line = child.buffer.substr(0, newline);
+      child.buffer.erase(0, newline + 1);
+      return line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    pollfd p{child.stdout_fd, POLLIN, 0};
+    int ready = poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return std::nullopt;
+    char chunk[4096];
+    ssize_t n = read(child.stdout_fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    child.buffer.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+/// Closes our pipe ends (a worker sees EOF on stdin and exits), kills the
+/// child if `kill_it`, and reaps it. Returns true if it exited with status 0.
+bool Finish(Child& child, bool kill_it) {
+  if (child.stdin_fd >= 0) close(child.stdin_fd);
+  child.stdin_fd = -1;
+  if (kill_it) kill(child.pid, SIGKILL);
+  int status = 0;
+  while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  close(child.stdout_fd);
+  child.stdout_fd = -1;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/// "key=value key=value" -> map (the child's report line, after the prefix).
+std::map<std::string, double> ParseKeyValues(const std::string& text) {
+  std::map<std::string, double> values;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    size_t eq = word.find('=');
+    if (eq != std::string::npos) values[word.substr(0, eq)] = std::stod(word.substr(eq + 1));
+  }
+  return values;
+}
+
+// ---------------------------------------------------------------------------
+// The two modes. A measurement is a record plus what explains it.
+
+struct Measurement {
+  std::string mode;
+  size_t workers = 0;
+  uint64_t rss_bytes = 0;
+  double load_seconds = 0;
+  uint64_t pss_bytes = 0;                  ///< summed PSS (processes: read while all are alive)
+  uint64_t anonymous_bytes = 0;            ///< summed Anonymous
+  std::map<std::string, uint64_t> kinds;   ///< interpreters only: ResidentByKind
+};
+
+/// The interpreters mode's child: pool of `n`, load, one inference, report, exit.
+int RunChild(size_t n, const std::string& archive) {
+  try {
+    auto start = Clock::now();
+    manypy::PoolOptions options;
+    options.interpreters = n;
+    options.intra_op_threads = std::atoi(kIntraOpThreads);
+    auto pool = manypy::InterpreterPool::Create(options);
+    if (!pool.ok()) {
+      fprintf(stderr, "child: the pool failed to start: %s\n", pool.status().ToString().c_str());
+      return 1;
+    }
+    auto model = manypy::PackagedModel::Load(pool->get(), archive);
+    if (!model.ok()) {
+      fprintf(stderr, "child: %s\n", model.status().ToString().c_str());
+      return 1;
+    }
+    double load_seconds = SecondsSince(start);
+    // One call, through the pool's load balancer: the interpreter it lands on
+    // allocates what a first request does; the weights are touched once for all.
+    (*model)->Infer({manypy::Value(at::randn({1, 3, 224, 224}))});
+
+    std::error_code ec;
+    std::string archive_path = std::filesystem::canonical(archive, ec).string();
+    auto kinds = ResidentByKind((*pool)->options().cache_dir, archive_path);
+    auto rollup = ReadSmapsRollup("self");
+    SaveSmaps("self", "interpreters-" + std::to_string(n));
+    printf("\n%s rss=%llu load=%.3f pss=%llu anonymous=%llu", kChildPrefix,
+           static_cast<unsigned long long>(ReadVmRssBytes("self")), load_seconds,
+           static_cast<unsigned long long>(rollup["Pss"]),
+           static_cast<unsigned long long>(rollup["Anonymous"]));
+    for (const auto& [kind, bytes] : kinds) {
+      printf(" %s=%llu", kind.c_str(), static_cast<unsigned long long>(bytes));
+    }
+    printf("\n");
+    fflush(stdout);
+  } catch (const manypy::PythonError& e) {
+    fprintf(stderr, "child: %s\n%s", e.what(), e.traceback().c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    fprintf(stderr, "child: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+std::optional<Measurement> MeasureInterpreters(size_t n, const std::string& archive) {
+  // /proc/self/exe, not the path it names: this very program runs even if a
+  // concurrent build has replaced (unlinked) the file since we started.
+  auto child = Spawn({"/proc/self/exe", "--child-interpreters", std::to_string(n), "--archive",
+                      archive},
+                     /*pipe_stdin=*/false);
+  if (!child) return std::nullopt;
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(kChildTimeoutSeconds));
+  std::optional<Measurement> m;
+  while (auto line = ReadLine(*child, deadline)) {
+    size_t at = line->find(kChildPrefix);
+    if (at == std::string::npos) {
+      if (!line->empty()) fprintf(stderr, "  child: %s\n", line->c_str());
+      continue;
+    }
+    auto values = ParseKeyValues(line->substr(at + strlen(kChildPrefix)));
+    m.emplace();
+    m->mode = "interpreters";
+    m->workers = n;
+    m->rss_bytes = static_cast<uint64_t>(values["rss"]);
+    m->load_seconds = values["load"];
+    m->pss_bytes = static_cast<uint64_t>(values["pss"]);
+    m->anonymous_bytes = static_cast<uint64_t>(values["anonymous"]);
+    for (const char* kind : {"copies", "archive", "files", "anon", "anon_in_files"}) {
+      m->kinds[kind] = static_cast<uint64_t>(values[kind]);
+    }
+    // Read on to EOF: the child finalizes its interpreters and may still print,
+    // and must not block on a full pipe nobody reads.
+  }
+  // A child still running at the deadline is killed.
+  bool ok = Finish(*child, /*kill_it=*/!m);
+  if (!ok) {
+    fprintf(stderr, "manypy-bench-memory: the %zu-interpreter child failed\n", n);
+    return std::nullopt;
+  }
+  return m;
+}
+
+/// Parses "<word> <number>" from a worker; nullopt if the line is not that.
+std::optional<double> WorkerValue(const std::optional<std::string>& line, const std::string& word) {
+  if (!line || line->rfind(word + " ", 0) != 0) return std::nullopt;
+  return std::stod(line->substr(word.size() + 1));
+}
+
+std::optional<Measurement> MeasureProcesses(size_t n, const std::string& archive,
+                                            const std::string& python, const std::string& worker) {
+  Measurement m;
+  m.mode = "processes";
+  m.workers = n;
+  std::vector<Child> children;
+  auto start = Clock::now();
+  auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(kChildTimeoutSeconds));
+  bool ok = true;
+  for (size_t i = 0; i < n && ok; ++i) {
+    auto child = Spawn({python, worker, archive}, /*pipe_stdin=*/true);
+    if (child) children.push_back(std::move(*child));
+    ok = child.has_value();
+  }
+  // Blocking on each worker in turn returns after the last of them has loaded.
+  for (auto& c : children) {
+    if (!ok) break;
+    ok = WorkerValue(ReadLine(c, deadline), "loaded").has_value();
+  }
+  m.load_seconds = SecondsSince(start);
+  for (auto& c : children) {
+    if (!ok) break;
+    auto rss = WorkerValue(ReadLine(c, deadline), "rss");
+    ok = rss.has_value();
+    if (ok) m.rss_bytes += static_cast<uint64_t>(*rss);
+  }
+  // Every worker has reported and is waiting on stdin: all N are alive now,
+  // so each one's PSS divides the shared pages among exactly N.
+  for (size_t i = 0; i < children.size() && ok; ++i) {
+    const Child& c = children[i];
+    auto rollup = ReadSmapsRollup(std::to_string(c.pid));
+    SaveSmaps(std::to_string(c.pid), "processes-" + std::to_string(n) + "-" + std::to_string(i));
+    m.pss_bytes += rollup["Pss"];
+    m.anonymous_bytes += rollup["Anonymous"];
+  }
+  for (auto& c : children) ok = Finish(c, /*kill_it=*/!ok) && ok;
+  if (!ok) {
+    fprintf(stderr, "manypy-bench-memory: %zu worker process(es) failed (see above)\n", n);
+    return std::nullopt;
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------------------
+// Output.
+
+void PrintTable(const std::string& model, const std::vector<Measurement>& ms) {
+  printf("%-10s %-13s %7s %10s %10s %9s %9s %9s %9s %9s %9s\n", "model", "mode", "workers",
+         "rss MiB", "load s", "pss MiB", "anon MiB", "(copies", "archive", "files", "anon)");
+  for (const auto& m : ms) {
+    printf("%-10s %-13s %7zu %10.1f %10.2f %9.1f %9.1f", model.c_str(), m.mode.c_str(), m.workers,
+           m.rss_bytes / kMiB, m.load_seconds, m.pss_bytes / kMiB, m.anonymous_bytes / kMiB);
+    if (!m.kinds.empty()) {
+      for (const char* kind : {"copies", "archive", "files", "anon"}) {
+        printf(" %9.1f", m.kinds.at(kind) / kMiB);
+      }
+    }
+    printf("\n");
+  }
+  printf("(rss: VmRSS, summed over the processes; pss/anon: summed PSS and anonymous memory; "
+         "in parentheses: the pool process's RSS by mapping: prepared library copies, the "
+         "archive mapping, other files, anonymous)\n");
+}
+
+const Measurement* Find(const std::vector<Measurement>& ms, const std::string& mode, size_t n) {
+  for (const auto& m : ms) {
+    if (m.mode == mode && m.workers == n) return &m;
+  }
+  return nullptr;
+}
+
+/// Prints the two targets (and the per-extra-interpreter breakdown that
+/// explains the second); returns true if every checked target holds.
+bool CheckTargets(const std::vector<Measurement>& ms, size_t max_n, uint64_t weight_bytes) {
+  bool all = true;
+  const Measurement* pool = Find(ms, "interpreters", max_n);
+  const Measurement* procs = Find(ms, "processes", max_n);
+  if (pool && procs) {
+    double ratio = static_cast<double>(pool->rss_bytes) / static_cast<double>(procs->rss_bytes);
+    bool held = ratio <= 0.5;
+    all &= held;
+    printf("target 1: %zu-interpreter pool RSS <= 0.5x %zu processes' summed RSS: %.1f / %.1f MiB "
+           "= %.2fx -> %s (by PSS: %.2fx)\n",
+           max_n, max_n, pool->rss_bytes / kMiB, procs->rss_bytes / kMiB, ratio,
+           held ? "HOLDS" : "MISSED",
+           static_cast<double>(pool->pss_bytes) / static_cast<double>(procs->pss_bytes));
+  }
+  const Measurement* one = Find(ms, "interpreters", 1);
+  for (const auto& m : ms) {
+    if (!one || m.mode != "interpreters" || m.workers <= 1) continue;
+    double extra = static_cast<double>(m.workers - 1);
+    double growth = (static_cast<double>(m.rss_bytes) - static_cast<double>(one->rss_bytes)) / extra;
+    bool held = growth < static_cast<double>(weight_bytes);
+    all &= held;
+    printf("target 2: pool RSS growth per extra interpreter (1 -> %zu) < weight size: %.1f MiB "
+           "vs %.1f MiB -> %s\n",
+           m.workers, growth / kMiB, weight_bytes / kMiB, held ? "HOLDS" : "MISSED");
+    printf("          of which per extra interpreter: copies %+.1f, archive %+.1f, files %+.1f, "
+           "anon %+.1f MiB (copied-on-write pages inside file mappings: %+.1f MiB)\n",
+           (static_cast<double>(m.kinds.at("copies")) - one->kinds.at("copies")) / extra / kMiB,
+           (static_cast<double>(m.kinds.at("archive")) - one->kinds.at("archive")) / extra / kMiB,
+           (static_cast<double>(m.kinds.at("files")) - one->kinds.at("files")) / extra / kMiB,
+           (static_cast<double>(m.kinds.at("anon")) - one->kinds.at("anon")) / extra / kMiB,
+           (static_cast<double>(m.kinds.at("anon_in_files")) - one->kinds.at("anon_in_files")) /
+               extra / kMiB);
+  }
+  return all;
+}
+
+bool WriteJson(const std::string& path, const std::string& model,
+               const std::vector<Measurement>& ms) {
+  std::error_code ec;
+  auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  FILE* f = fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  fprintf(f, "[\n");
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const Measurement& m = ms[i];
+    // The model name is validated by the manifest parser, the modes are ours:
+    // nothing to escape.
+    fprintf(f,
+            "  {\"model\": \"%s\", \"mode\": \"%s\", \"workers\": %zu, \"rss_bytes\": %llu, "
+            "\"load_seconds\": %.3f}%s\n",
+            model.c_str(), m.mode.c_str(), m.workers, static_cast<unsigned long long>(m.rss_bytes),
+            m.load_seconds, i + 1 < ms.size() ? "," : "");
+  }
+  fprintf(f, "]\n");
+  return fclose(f) == 0;
+}
+
+// ---------------------------------------------------------------------------
+// Flags.
+
+struct Flags {
+  std::string archive;
+  std::string out;
+  std::string python = "/usr/bin/python3";  // Debian's, where python3-torch lives
+  std::string worker = MANYPY_SOURCE_DIR "/tests/bench/memory_worker.py";
+  std::vector<size_t> workers{1, 2, 4};
+  size_t child_interpreters = 0;  ///< > 0: this is an interpreters-mode child
+};
+
+[[noreturn]] void Usage(const std::string& why) {
+  fprintf(stderr,
+          "manypy-bench-memory: %s\n"
+          "usage: manypy-bench-memory --archive A.mpk --out PATH [--workers 1,2,4]\n"
+          "                           [--python /usr/bin/python3] [--worker memory_worker.py]\n"
+          "  the model must take one FP32 [1, 3, 224, 224] image (resnet50's signature)\n",
+          why.c_str());
+  exit(2);
+}
+
+size_t ParseCount(const std::string& text) {
+  char* end = nullptr;
+  unsigned long v = strtoul(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || v == 0 || v > 64) Usage("bad count '" + text + "'");
+  return v;
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags flags;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Usage(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--archive") {
+      flags.archive = value();
+    } else if (arg == "--out") {
+      flags.out = value();
+    } else if (arg == "--python") {
+      flags.python = value();
+    } else if (arg == "--worker") {
+      flags.worker = value();
+    } else if (arg == "--child-interpreters") {
+      flags.child_interpreters = ParseCount(value());
+    } else if (arg == "--workers") {
+      std::string list = value();
+      flags.workers.clear();
+      for (size_t pos = 0; pos <= list.size();) {
+        size_t comma = std::min(list.find(',', pos), list.size());
+        flags.workers.push_back(ParseCount(list.substr(pos, comma - pos)));
+        pos = comma + 1;
+      }
+      std::sort(flags.workers.begin(), flags.workers.end());
+      flags.workers.erase(std::unique(flags.workers.begin(), flags.workers.end()),
+                          flags.workers.end());
+    } else {
+      Usage("unknown flag " + arg);
+    }
+  }
+  if (flags.archive.empty()) Usage("--archive is required");
+  if (flags.child_interpreters == 0 && flags.out.empty()) Usage("--out is required");
+  return flags;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags = ParseFlags(argc, argv);
+  if (flags.child_interpreters > 0) return RunChild(flags.child_interpreters, flags.archive);
+  auto start = Clock::now();
+
+  // The weight size the per-interpreter growth is compared with: the bytes of
+  // the archive's stored tensors, which a worker process copies and the pool shares.
+  auto archive = manypy::PackageArchive::Open(flags.archive);
+  if (!archive.ok()) {
+    fprintf(stderr, "manypy-bench-memory: %s\n", archive.status().ToString().c_str());
+    return 1;
+  }
+  const std::string model = (*archive)->manifest().name;
+  uint64_t weight_bytes = 0;
+  for (const auto& s : (*archive)->storages()) weight_bytes += s.size;
+  archive->reset();  // the children open it themselves
+  fprintf(stderr, "%s: %.1f MiB of weights in %s\n", model.c_str(), weight_bytes / kMiB,
+          flags.archive.c_str());
+
+  // Warm-up, not recorded: the first pool ever created on a machine prepares
+  // (copies and patches) the per-interpreter libraries into the on-disk cache,
+  // and the first load reads the archive and libtorch from disk. One throwaway
+  // child with the most interpreters measured does both, so every load_seconds
+  // below is a warm start, as a restarted server or worker would see it.
+  auto t = Clock::now();
+  if (!MeasureInterpreters(flags.workers.back(), flags.archive)) return 1;
+  fprintf(stderr, "warm-up (%zu interpreters, library cache filled) in %.1f s\n",
+          flags.workers.back(), SecondsSince(t));
+
+  std::vector<Measurement> ms;
+  for (size_t n : flags.workers) {
+    t = Clock::now();
+    auto m = MeasureInterpreters(n, flags.archive);
+    if (!m) return 1;
+    fprintf(stderr, "interpreters N=%zu: rss %.1f MiB, loaded in %.2f s (child ran %.1f s)\n", n,
+            m->rss_bytes / kMiB, m->load_seconds, SecondsSince(t));
+    ms.push_back(*m);
+  }
+  for (size_t n : flags.workers) {
+    t = Clock::now();
+    auto m = MeasureProcesses(n, flags.archive, flags.python, flags.worker);
+    if (!m) return 1;
+    fprintf(stderr, "processes    N=%zu: rss %.1f MiB, loaded in %.2f s (ran %.1f s)\n", n,
+            m->rss_bytes / kMiB, m->load_seconds, SecondsSince(t));
+    ms.push_back(*m);
+  }
+
+  PrintTable(model, ms);
+  bool held = CheckTargets(ms, flags.workers.back(), weight_bytes);
+  printf("targets: %s\n", held ? "all hold" : "MISSED (see above)");
+  if (!WriteJson(flags.out, model, ms)) {
+    fprintf(stderr, "manypy-bench-memory: cannot write %s\n", flags.out.c_str());
+    return 1;
+  }
+  fprintf(stderr, "wrote %s (%zu records) in %.0f s total\n", flags.out.c_str(), ms.size(),
+          SecondsSince(start));
+  return 0;
+}

@@ -1,0 +1,34 @@
+"""Models that exist to test the server: every datatype, failures, slowness.
+
+Packaged into the test repository by make_server_test_models.py."""
+import time
+
+import torch
+
+# Every Open Inference Protocol datatype, with the torch dtype a model sees.
+DATATYPES = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+             "INT64", "FP16", "BF16", "FP32", "FP64", "BYTES"]
+
+
+class EchoAll(torch.nn.Module):
+    """Returns each of its 14 inputs (one per datatype) unchanged."""
+
+    def forward(self, *inputs):
+        return tuple(inputs)
+
+
+class Failing(torch.nn.Module):
+    """Raises for negative inputs, so tests see a Python exception travel."""
+
+    def forward(self, x):
+        if bool((x < 0).any()):
+            raise ValueError("negative input is not allowed")
+        return x * 2
+
+
+class Slow(torch.nn.Module):
+    """Sleeps for the given number of milliseconds, then echoes it."""
+
+    def forward(self, milliseconds):
+        time.sleep(float(milliseconds.sum()) / 1000.0)
+        return milliseconds + 0

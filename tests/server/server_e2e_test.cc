@@ -1,0 +1,450 @@
+// End-to-end: the real manypy-server process on a loopback port, driven with
+// the protocol's generated gRPC stubs, as any KServe v2 / Triton client would.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "proto/grpc_service.grpc.pb.h"
+#include "proto/health.grpc.pb.h"
+#include "tests/test_util/server_process.h"
+
+namespace manypy {
+namespace {
+
+namespace fs = std::filesystem;
+using inference::GRPCInferenceService;
+using inference::ModelInferRequest;
+using inference::ModelInferResponse;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void StartServer(std::vector<std::string> args) {
+    args.push_back("--interpreters=2");
+    if (std::find_if(args.begin(), args.end(), [](const std::string& a) {
+          return a.rfind("--model-repository", 0) == 0;
+        }) == args.end()) {
+      args.push_back(std::string("--model-repository=") + MANYPY_TEST_REPOSITORY);
+    }
+    ASSERT_TRUE(server_.Start(MANYPY_SERVER_BINARY, args)) << "server did not start";
+    channel_ = grpc::CreateChannel(server_.address(), grpc::InsecureChannelCredentials());
+    stub_ = GRPCInferenceService::NewStub(channel_);
+  }
+  void TearDown() override {
+    if (server_.pid() > 0) {
+      EXPECT_EQ(server_.Stop(), 0);
+    }
+  }
+
+  grpc::Status Infer(const ModelInferRequest& request, ModelInferResponse* response,
+                     int deadline_ms = 30000) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+    return stub_->ModelInfer(&ctx, request, response);
+  }
+
+  testing::ServerProcess server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<GRPCInferenceService::Stub> stub_;
+};
+
+template <typename T>
+std::string Raw(const std::vector<T>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+template <typename T>
+std::vector<T> FromRaw(const std::string& raw) {
+  std::vector<T> v(raw.size() / sizeof(T));
+  memcpy(v.data(), raw.data(), v.size() * sizeof(T));
+  return v;
+}
+
+ModelInferRequest TwoIoRequest(bool raw) {
+  ModelInferRequest r;
+  r.set_model_name("two_io");
+  r.set_id("request-7");
+  auto* a = r.add_inputs();
+  a->set_name("INPUT_A");
+  a->set_datatype("FP32");
+  a->add_shape(4);
+  auto* b = r.add_inputs();
+  b->set_name("INPUT_B");
+  b->set_datatype("INT64");
+  b->add_shape(4);
+  if (raw) {
+    r.add_raw_input_contents(Raw(std::vector<float>{1, 2, 3, 4}));
+    r.add_raw_input_contents(Raw(std::vector<int64_t>{10, 20, 30, 40}));
+  } else {
+    for (float f : {1.f, 2.f, 3.f, 4.f}) a->mutable_contents()->add_fp32_contents(f);
+    for (int64_t i : {10, 20, 30, 40}) b->mutable_contents()->add_int64_contents(i);
+  }
+  return r;
+}
+
+TEST_F(ServerTest, HealthMetadataConfigIndexAndStatistics) {
+  StartServer({"--model-control-mode=explicit", "--load-model=two_io", "--load-model=resnet18"});
+  grpc::ClientContext c1, c2, c3, c4, c5, c6, c7, c8;
+  inference::ServerLiveResponse live;
+  ASSERT_TRUE(stub_->ServerLive(&c1, {}, &live).ok());
+  EXPECT_TRUE(live.live());
+  inference::ServerReadyResponse ready;
+  ASSERT_TRUE(stub_->ServerReady(&c2, {}, &ready).ok());
+  EXPECT_TRUE(ready.ready());
+  inference::ServerMetadataResponse meta;
+  ASSERT_TRUE(stub_->ServerMetadata(&c3, {}, &meta).ok());
+  EXPECT_EQ(meta.name(), "manypy");
+
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::health::v1::HealthCheckRequest hreq;
+  grpc::health::v1::HealthCheckResponse hresp;
+  ASSERT_TRUE(health->Check(&c4, hreq, &hresp).ok());
+  EXPECT_EQ(hresp.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  {
+    grpc::ClientContext wctx;
+    hreq.set_service("inference.GRPCInferenceService");
+    auto watch = health->Watch(&wctx, hreq);
+    ASSERT_TRUE(watch->Read(&hresp));
+    EXPECT_EQ(hresp.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+    wctx.TryCancel();
+  }
+
+  inference::ModelReadyRequest mr;
+  mr.set_name("resnet18");
+  inference::ModelReadyResponse mready;
+  ASSERT_TRUE(stub_->ModelReady(&c5, mr, &mready).ok());
+  EXPECT_TRUE(mready.ready());
+
+  inference::ModelMetadataRequest mmr;
+  mmr.set_name("resnet18");
+  inference::ModelMetadataResponse mm;
+  ASSERT_TRUE(stub_->ModelMetadata(&c6, mmr, &mm).ok());
+  ASSERT_EQ(mm.inputs_size(), 1);
+  EXPECT_EQ(mm.inputs(0).datatype(), "FP32");
+  EXPECT_EQ(mm.inputs(0).shape_size(), 4);  // [-1, 3, 224, 224]
+  EXPECT_EQ(mm.inputs(0).shape(0), -1);
+  EXPECT_EQ(mm.versions(0), "1");
+
+  inference::ModelConfigRequest cr;
+  cr.set_name("resnet18");
+  inference::ModelConfigResponse config;
+  ASSERT_TRUE(stub_->ModelConfig(&c7, cr, &config).ok());
+  EXPECT_EQ(config.config().max_batch_size(), 8);
+  EXPECT_EQ(config.config().input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_EQ(config.config().input(0).dims_size(), 3);
+  EXPECT_TRUE(config.config().has_dynamic_batching());
+  EXPECT_EQ(config.config().instance_group(0).count(), 2);
+
+  inference::RepositoryIndexRequest ir;
+  inference::RepositoryIndexResponse index;
+  ASSERT_TRUE(stub_->RepositoryIndex(&c8, ir, &index).ok());
+  int ready_models = 0;
+  bool saw_unloaded_resnet50 = false;
+  for (const auto& m : index.models()) {
+    ready_models += m.state() == "READY";
+    saw_unloaded_resnet50 |= m.name() == "resnet50" && m.state() == "UNAVAILABLE";
+  }
+  EXPECT_EQ(ready_models, 2);
+  EXPECT_TRUE(saw_unloaded_resnet50);
+
+  ModelInferResponse out;
+  ASSERT_TRUE(Infer(TwoIoRequest(true), &out).ok());
+  grpc::ClientContext c9;
+  inference::ModelStatisticsRequest sr;
+  sr.set_name("two_io");
+  inference::ModelStatisticsResponse stats;
+  ASSERT_TRUE(stub_->ModelStatistics(&c9, sr, &stats).ok());
+  ASSERT_EQ(stats.model_stats_size(), 1);
+  EXPECT_EQ(stats.model_stats(0).inference_stats().success().count(), 1u);
+  EXPECT_GT(stats.model_stats(0).inference_stats().compute_infer().ns(), 0u);
+}
+
+TEST_F(ServerTest, InferTypedAndRawWithRequestedOutputs) {
+  StartServer({"--model-control-mode=explicit", "--load-model=two_io"});
+  for (bool raw : {false, true}) {
+    ModelInferResponse out;
+    grpc::Status s = Infer(TwoIoRequest(raw), &out);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(out.id(), "request-7");
+    EXPECT_EQ(out.model_version(), "1");
+    ASSERT_EQ(out.outputs_size(), 2);
+    EXPECT_EQ(out.outputs(0).name(), "SUM");
+    ASSERT_EQ(out.raw_output_contents_size(), 2);
+    EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{11, 22, 33, 44}));
+    EXPECT_EQ(FromRaw<float>(out.raw_output_contents(1)), (std::vector<float>{10, 40, 90, 160}));
+  }
+  // A subset, in the requested order, as typed contents.
+  ModelInferRequest r = TwoIoRequest(true);
+  auto* o = r.add_outputs();
+  o->set_name("PRODUCT");
+  (*o->mutable_parameters())["binary_data"].set_bool_param(false);
+  ModelInferResponse out;
+  ASSERT_TRUE(Infer(r, &out).ok());
+  ASSERT_EQ(out.outputs_size(), 1);
+  EXPECT_EQ(out.outputs(0).name(), "PRODUCT");
+  EXPECT_EQ(out.raw_output_contents_size(), 0);
+  ASSERT_EQ(out.outputs(0).contents().fp32_contents_size(), 4);
+  EXPECT_EQ(out.outputs(0).contents().fp32_contents(3), 160.f);
+}
+
+TEST_F(ServerTest, EveryDatatypeRoundTrips) {
+  StartServer({"--model-control-mode=explicit", "--load-model=echo_all"});
+  const std::vector<std::string> types = {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64",
+                                          "INT8", "INT16", "INT32", "INT64", "FP16",
+                                          "BF16", "FP32", "FP64", "BYTES"};
+  ModelInferRequest r;
+  r.set_model_name("echo_all");
+  std::vector<std::string> sent;
+  for (const auto& t : types) {
+    auto* in = r.add_inputs();
+    in->set_name("IN_" + t);
+    in->set_datatype(t);
+    in->add_shape(3);
+    std::string raw;
+    if (t == "BYTES") {
+      for (std::string s : {"a", "", "\xff\x00z"}) {
+        uint32_t n = static_cast<uint32_t>(s.size());
+        raw.append(reinterpret_cast<char*>(&n), 4).append(s);
+      }
+    } else if (t == "BOOL") {
+      raw = std::string("\x01\x00\x01", 3);
+    } else {
+      size_t width = t == "FP16" || t == "BF16" || t == "UINT16" || t == "INT16" ? 2
+                     : t == "UINT8" || t == "INT8"                               ? 1
+                     : t == "UINT32" || t == "INT32" || t == "FP32"              ? 4
+                                                                                 : 8;
+      for (size_t i = 0; i < 3 * width; ++i) raw.push_back(static_cast<char>(i % width == 0 ? i + 1 : 0));
+      if (t == "UINT64") raw[8 * 2 + 7] = 0x7f;  // large but representable in int64
+    }
+    sent.push_back(raw);
+    r.add_raw_input_contents(raw);
+  }
+  ModelInferResponse out;
+  grpc::Status s = Infer(r, &out);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(out.outputs_size(), static_cast<int>(types.size()));
+  for (size_t i = 0; i < types.size(); ++i) {
+    EXPECT_EQ(out.outputs(i).datatype(), types[i]);
+    EXPECT_EQ(out.raw_output_contents(i), sent[i]) << types[i];
+  }
+  // Typed contents where the protocol has a field for the type.
+  ModelInferRequest typed;
+  typed.set_model_name("echo_all");
+  for (const auto& t : types) {
+    auto* in = typed.add_inputs();
+    in->set_name("IN_" + t);
+    in->set_datatype(t);
+    in->add_shape(2);
+    auto* c = in->mutable_contents();
+    if (t == "BOOL") { c->add_bool_contents(true); c->add_bool_contents(false); }
+    else if (t == "INT8" || t == "INT16" || t == "INT32") { c->add_int_contents(-3); c->add_int_contents(5); }
+    else if (t == "INT64") { c->add_int64_contents(-3); c->add_int64_contents(5); }
+    else if (t == "UINT8" || t == "UINT16" || t == "UINT32") { c->add_uint_contents(3); c->add_uint_contents(5); }
+    else if (t == "UINT64") { c->add_uint64_contents(3); c->add_uint64_contents(5); }
+    else if (t == "FP32") { c->add_fp32_contents(1.5f); c->add_fp32_contents(-2.f); }
+    else if (t == "FP64") { c->add_fp64_contents(1.5); c->add_fp64_contents(-2.0); }
+    else if (t == "BYTES") { c->add_bytes_contents("x"); c->add_bytes_contents("yz"); }
+    else { in->clear_contents(); }
+  }
+  // FP16 / BF16 have no typed field: the request must say so clearly.
+  ModelInferResponse typed_out;
+  grpc::Status ts = Infer(typed, &typed_out);
+  EXPECT_EQ(ts.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(ts.error_message().find("FP16"), std::string::npos) << ts.error_message();
+}
+
+TEST_F(ServerTest, ErrorsCarryTheRightCodeAndNameTheProblem) {
+  StartServer({"--model-control-mode=explicit", "--load-model=two_io", "--load-model=failing",
+               "--max-message-size=1048576"});
+  auto expect = [&](ModelInferRequest r, grpc::StatusCode code, const std::string& words) {
+    ModelInferResponse out;
+    grpc::Status s = Infer(r, &out);
+    EXPECT_EQ(s.error_code(), code) << s.error_message();
+    EXPECT_NE(s.error_message().find(words), std::string::npos) << s.error_message();
+  };
+  ModelInferRequest r = TwoIoRequest(true);
+  r.set_model_name("no_such_model");
+  expect(r, grpc::StatusCode::NOT_FOUND, "no_such_model");
+  r = TwoIoRequest(true);
+  r.set_model_version("9");
+  expect(r, grpc::StatusCode::NOT_FOUND, "version '9'");
+  r = TwoIoRequest(true);
+  r.mutable_inputs(1)->set_name("INPUT_C");
+  expect(r, grpc::StatusCode::INVALID_ARGUMENT, "INPUT_C");
+  r = TwoIoRequest(true);
+  r.mutable_inputs()->RemoveLast();
+  r.mutable_raw_input_contents()->RemoveLast();
+  expect(r, grpc::StatusCode::INVALID_ARGUMENT, "expects 2 input");
+  r = TwoIoRequest(true);
+  r.mutable_inputs(0)->set_shape(0, 5);
+  expect(r, grpc::StatusCode::INVALID_ARGUMENT, "shape [5]");
+  r = TwoIoRequest(true);
+  r.mutable_inputs(0)->set_datatype("FP64");
+  expect(r, grpc::StatusCode::INVALID_ARGUMENT, "datatype FP64");
+  r = TwoIoRequest(true);
+  r.set_raw_input_contents(0, "abc");
+  expect(r, grpc::StatusCode::INVALID_ARGUMENT, "3 bytes");
+
+  ModelInferRequest f;
+  f.set_model_name("failing");
+  auto* in = f.add_inputs();
+  in->set_name("INPUT__0");
+  in->set_datatype("FP32");
+  in->add_shape(2);
+  f.add_raw_input_contents(Raw(std::vector<float>{1, -1}));
+  expect(f, grpc::StatusCode::INTERNAL, "ValueError: negative input is not allowed");
+  // The model still serves afterwards.
+  f.set_raw_input_contents(0, Raw(std::vector<float>{1, 2}));
+  ModelInferResponse ok;
+  EXPECT_TRUE(Infer(f, &ok).ok());
+
+  ModelInferRequest big = TwoIoRequest(true);
+  big.set_id(std::string(2 << 20, 'x'));
+  expect(big, grpc::StatusCode::RESOURCE_EXHAUSTED, "");
+
+  // Unloaded: not ready.
+  grpc::ClientContext ctx;
+  inference::RepositoryModelUnloadRequest unload;
+  unload.set_model_name("two_io");
+  inference::RepositoryModelUnloadResponse unloaded;
+  ASSERT_TRUE(stub_->RepositoryModelUnload(&ctx, unload, &unloaded).ok());
+  expect(TwoIoRequest(true), grpc::StatusCode::UNAVAILABLE, "not ready");
+}
+
+ModelInferRequest SlowRequest(int64_t ms, const std::string& id = "") {
+  ModelInferRequest r;
+  r.set_model_name("slow");
+  r.set_id(id);
+  auto* in = r.add_inputs();
+  in->set_name("MS");
+  in->set_datatype("INT64");
+  in->add_shape(1);
+  in->add_shape(1);
+  r.add_raw_input_contents(Raw(std::vector<int64_t>{ms}));
+  return r;
+}
+
+TEST_F(ServerTest, ExpiredDeadlineIsNotRun) {
+  StartServer({"--model-control-mode=explicit", "--load-model=slow", "--interpreters=1"});
+  // Two slow requests occupy both workers; the third waits past its deadline.
+  std::vector<std::thread> busy;
+  for (int i = 0; i < 2; ++i) {
+    busy.emplace_back([&] {
+      ModelInferResponse out;
+      EXPECT_TRUE(Infer(SlowRequest(1500), &out).ok());
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ModelInferResponse out;
+  grpc::Status s = Infer(SlowRequest(1), &out, 300);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  for (auto& t : busy) t.join();
+  grpc::ClientContext ctx;
+  inference::ModelStatisticsRequest sr;
+  sr.set_name("slow");
+  inference::ModelStatisticsResponse stats;
+  ASSERT_TRUE(stub_->ModelStatistics(&ctx, sr, &stats).ok());
+  EXPECT_EQ(stats.model_stats(0).execution_count(), 2u);  // the expired one never ran
+}
+
+TEST_F(ServerTest, StreamingAnswersEveryRequest) {
+  StartServer({"--model-control-mode=explicit", "--load-model=two_io", "--load-model=failing"});
+  grpc::ClientContext ctx;
+  auto stream = stub_->ModelStreamInfer(&ctx);
+  for (int i = 0; i < 10; ++i) {
+    ModelInferRequest r = TwoIoRequest(i % 2 == 0);
+    r.set_id("s" + std::to_string(i));
+    if (i == 5) r.set_model_name("no_such_model");
+    ASSERT_TRUE(stream->Write(r));
+  }
+  stream->WritesDone();
+  inference::ModelStreamInferResponse response;
+  int answered = 0, errors = 0;
+  while (stream->Read(&response)) {
+    ++answered;
+    if (!response.error_message().empty()) {
+      ++errors;
+      EXPECT_EQ(response.infer_response().id(), "s5");
+      EXPECT_NE(response.error_message().find("no_such_model"), std::string::npos);
+    } else {
+      EXPECT_EQ(FromRaw<float>(response.infer_response().raw_output_contents(0))[3], 44.f);
+    }
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(answered, 10);
+  EXPECT_EQ(errors, 1);
+}
+
+TEST_F(ServerTest, ReloadToANewVersionUnderTrafficFailsNoRequest) {
+  fs::path repo = fs::temp_directory_path() / ("manypy_reload_" + std::to_string(getpid()));
+  fs::create_directories(repo);
+  fs::copy_file(std::string(MANYPY_TEST_REPOSITORY) + "/two_io.mpk", repo / "two_io.mpk");
+  StartServer({"--model-control-mode=explicit", "--load-model=two_io",
+               "--model-repository=" + repo.string()});
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&] {
+      while (!stop) {
+        ModelInferResponse out;
+        if (Infer(TwoIoRequest(true), &out).ok()) {
+          ok++;
+        } else {
+          failed++;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Version 2 of the same model appears in the repository; reload it.
+  std::string v2 = repo / "two_io_v2.mpk";
+  std::string cmd = std::string("cd ") + MANYPY_SOURCE_DIR +
+                    " && PYTHONPATH=package_format/python:models /usr/bin/python3 -c \""
+                    "import manypy.package, two_io as m; "
+                    "manypy.package.export(m.build(), '" + v2 + "', name='two_io', version=2, **m.SIGNATURE)\"";
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  for (int round = 0; round < 2; ++round) {
+    grpc::ClientContext ctx;
+    inference::RepositoryModelLoadRequest load;
+    load.set_model_name("two_io");
+    inference::RepositoryModelLoadResponse loaded;
+    grpc::Status s = stub_->RepositoryModelLoad(&ctx, load, &loaded);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  stop = true;
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_GT(ok.load(), 0);
+  ModelInferResponse out;
+  ASSERT_TRUE(Infer(TwoIoRequest(true), &out).ok());
+  EXPECT_EQ(out.model_version(), "2");
+  fs::remove_all(repo);
+}
+
+TEST_F(ServerTest, SigtermAnswersRequestsInFlightThenExitsZero) {
+  StartServer({"--model-control-mode=explicit", "--load-model=slow"});
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&, i] {
+      ModelInferResponse out;
+      grpc::Status s = Infer(SlowRequest(800, "r" + std::to_string(i)), &out);
+      if (s.ok()) ok++;
+      else {
+        ADD_FAILURE() << s.error_message();
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(server_.Stop(), 0);
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(ok.load(), 4);
+}
+
+}  // namespace
+}  // namespace manypy

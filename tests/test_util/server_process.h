@@ -1,0 +1,84 @@
+// ServerProcess: runs the real manypy-server binary on a free loopback port
+// for end-to-end tests, and stops it with SIGTERM. Not thread-safe.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace manypy::testing {
+
+class ServerProcess {
+ public:
+  /// Starts `binary` with `args` plus --grpc-address=127.0.0.1 --grpc-port=0
+  /// and waits (up to `timeout_s`) for its "listening on" line.
+  bool Start(const std::string& binary, std::vector<std::string> args, int timeout_s = 180) {
+    args.insert(args.begin(), {binary, "--grpc-address=127.0.0.1", "--grpc-port=0"});
+    int out[2];
+    if (pipe(out) != 0) return false;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(binary.c_str(), argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    stdout_fd_ = out[0];
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    std::string text;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{stdout_fd_, POLLIN, 0};
+      if (poll(&p, 1, 200) <= 0) continue;
+      char buf[512];
+      ssize_t n = read(stdout_fd_, buf, sizeof(buf));
+      if (n <= 0) return false;  // exited before listening
+      text.append(buf, n);
+      size_t at = text.find("listening on 127.0.0.1:");
+      if (at != std::string::npos && text.find(',', at) != std::string::npos) {
+        port_ = std::stoi(text.substr(at + 23));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  pid_t pid() const { return pid_; }
+
+  /// Sends SIGTERM and returns the exit status (-1 if it did not exit normally).
+  int Stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    if (stdout_fd_ >= 0) close(stdout_fd_);
+    stdout_fd_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (stdout_fd_ >= 0) close(stdout_fd_);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace manypy::testing
