@@ -21,8 +21,11 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
 
-# Until the gRPC server exists this runs the interpreter-pool demo.
-serve: build
+# Packages the example models, then serves them (gRPC on port 8001; Ctrl-C stops).
+serve: models
+	$(BUILD)/bin/manypy-server --model-repository $(BUILD)/model-repository
+
+demo: build
 	$(BUILD)/bin/manypy-pool-demo
 
 # Packages the example models into $(BUILD)/model-repository with manypy-package.
