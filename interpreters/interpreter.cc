@@ -82,6 +82,16 @@ Interpreter::~Interpreter() {
   owner_.join();
 }
 
+void Interpreter::FlushOutput() {
+  int token = shim_->AcquireGil();
+  try {
+    shim_->Exec("import sys\nfor _stream in (sys.stdout, sys.stderr):\n    _stream.flush()\n");
+  } catch (const std::exception&) {
+    // A model replaced sys.stdout with something unflushable: nothing to save.
+  }
+  shim_->ReleaseGil(token);
+}
+
 bool Interpreter::PrepareExtension(void* self, const char* module, const char* origin, char* out,
                                    size_t out_len) {
   auto* interp = static_cast<Interpreter*>(self);

@@ -38,6 +38,8 @@ class Interpreter {
   shim::InterpreterShim& shim() const { return *shim_; }
   int index() const { return options_.index; }
   bool owns_registrations() const { return options_.owns_registrations; }
+  /// Flushes sys.stdout and sys.stderr. No session may be open on this thread.
+  void FlushOutput();
 
  private:
   Interpreter(ImagePreparer* preparer, Options options) : preparer_(preparer), options_(options) {}

@@ -19,6 +19,8 @@ struct PoolState {
   ~PoolState() {
     while (!interpreters.empty()) {
       if (interpreters.back()->owns_registrations()) {
+        // Never finalized, so CPython will not flush its buffered output.
+        interpreters.back()->FlushOutput();
         interpreters.back().release();  // NOLINT: deliberately kept alive
         preparer.release();             // NOLINT: it may still import extensions
       }

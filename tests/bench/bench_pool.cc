@@ -107,6 +107,20 @@ def build(name):
     run.model, run.example = model, example
     return run
 
+def share_weights(run, state):
+    """Makes the model's parameters and buffers the given tensors, so every
+    interpreter runs on the same weights in memory, as manypy serves archives."""
+    for name, tensor in state.items():
+        owner_name, _, leaf = name.rpartition(".")
+        owner = run.model.get_submodule(owner_name) if owner_name else run.model
+        if leaf in owner._parameters:
+            owner._parameters[leaf] = torch.nn.Parameter(tensor, requires_grad=False)
+        else:
+            owner._buffers[leaf] = tensor
+
+def state_of(run):
+    return dict(run.model.state_dict())
+
 def save_traced(run, path):
     # Traced as is: no freeze / optimize_for_inference, so both sides run the same graph.
     with torch.no_grad():
@@ -234,8 +248,10 @@ RunResult TimedRun(size_t threads, double seconds, int warmup_calls,
   return r;
 }
 
-// Each configuration runs this many times and reports its median run.
-constexpr int kRepetitions = 3;
+// Each configuration runs this many times and reports its median run. Many
+// short runs, interleaved across modes, beat a few long ones on a shared VM
+// whose speed drifts by tens of percent for seconds at a time.
+constexpr int kRepetitions = 7;
 constexpr int kModes = 3;  // shared_interpreter, interpreters, torchscript
 
 // ---------------------------------------------------------------------------
@@ -365,7 +381,7 @@ bool WriteJson(const std::string& path, const std::vector<Record>& records) {
 
 struct Flags {
   std::string out;
-  double seconds = 2.0;  ///< small's measured duration; resnet18 gets twice this
+  double seconds = 1.0;  ///< small's measured duration; resnet18 gets twice this
   std::vector<const ModelSpec*> models;
 };
 
@@ -435,10 +451,23 @@ torch::jit::Module LoadTraced(manypy::InterpreterPool& pool, const manypy::Repli
 void BenchModel(manypy::InterpreterPool& pool, const ModelSpec& spec, double base_seconds,
                 size_t cores, RetryBudget* retries, std::vector<Record>* records) {
   auto t0 = Clock::now();
-  manypy::ReplicatedObject run = pool.Replicate([name = spec.name](manypy::InterpreterSession& s) {
+  // Interpreter 0 builds the weights; the others run on the very same tensors
+  // (one copy per process, as the server does with an archive's storages), so
+  // no mode gets more cache pressure than another.
+  manypy::Value shared_state;
+  manypy::ReplicatedObject run = pool.Replicate([&](manypy::InterpreterSession& s) {
     s.Exec(kModelSource);
-    return s.Eval("build").Call({name});
+    manypy::Obj built = s.Eval("build").Call({spec.name});
+    if (s.interpreter_index() != 0) {
+      s.Eval("share_weights").CallWith({built, s.FromValue(shared_state)});
+    }
+    return built;
   });
+  {
+    manypy::InterpreterSession s = pool.AcquireAt(0);
+    manypy::Obj built = run.In(s);  // runs the model source first
+    shared_state = s.Eval("state_of").CallWith({built}).ToValue();
+  }
   // Build the model in every interpreter now, so no timed run pays for it.
   for (size_t i = 0; i < pool.size(); ++i) {
     manypy::InterpreterSession s = pool.AcquireAt(i);

@@ -200,6 +200,23 @@ TEST(PoolTest, PoolsCanBeCreatedAndDestroyedRepeatedlyInOneProcess) {
   }
 }
 
+// Regression: the interpreter that owns the process-global registrations is
+// never finalized, and its buffered sys.stdout was lost at exit.
+TEST(PoolTest, PrintedOutputOfEveryInterpreterReachesStdout) {
+  ::testing::internal::CaptureStdout();
+  {
+    auto pool = MakePool(2);
+    ASSERT_NE(pool, nullptr);
+    for (size_t i = 0; i < pool->size(); ++i) {
+      auto s = pool->AcquireAt(i);
+      s.Exec("print('hello from interpreter', " + std::to_string(i) + ")");
+    }
+  }
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("hello from interpreter 0"), std::string::npos) << out;
+  EXPECT_NE(out.find("hello from interpreter 1"), std::string::npos) << out;
+}
+
 TEST(PoolTest, ThreadPolicyDoesNotOversubscribe) {
   auto pool = MakePool(2);
   ASSERT_NE(pool, nullptr);
