@@ -50,7 +50,8 @@ def load(name):
 
 
 def _inputs_mtime(module):
-    files = [module.__file__, os.path.abspath(__file__)]
+    # Any module of this folder may be a shared helper of the model (interned with it).
+    files = [module.__file__] + [os.path.join(HERE, f) for f in os.listdir(HERE) if f.endswith(".py")]
     tool = os.path.join(MANYPY_PYTHON, "manypy")
     files += [os.path.join(tool, f) for f in os.listdir(tool) if f.endswith(".py")]
     return max(os.path.getmtime(f) for f in files)
