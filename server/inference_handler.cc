@@ -1,6 +1,7 @@
 #include "server/inference_handler.h"
 
 #include "interpreters/python_error.h"
+#include "server/log.h"
 #include "server/tensor_codec.h"
 
 namespace manypy {
@@ -47,6 +48,9 @@ Status InferenceHandler::Infer(const inference::ModelInferRequest& request,
 
   stats.queue_ns += Nanos(enqueued, start);
   if (!status.ok()) {
+    // The model's own failures concern the operator; bad requests only the client.
+    Log(status.code() == StatusCode::kInternal ? LogLevel::kWarning : LogLevel::kVerbose,
+        "request '" + request.id() + "' to " + manifest.name + " failed: " + status.ToString());
     stats.fail_count++;
     stats.fail_ns += Nanos(enqueued, done);
     return status;

@@ -10,6 +10,7 @@
 #include "interpreters/pool.h"
 #include "server/executor.h"
 #include "server/grpc_frontend.h"
+#include "server/log.h"
 #include "server/model_manager.h"
 #include "server/server_options.h"
 
@@ -18,7 +19,7 @@ namespace {
 constexpr const char* kServiceName = "inference.GRPCInferenceService";
 
 int Fail(const std::string& message) {
-  fprintf(stderr, "manypy-server: %s\n", message.c_str());
+  manypy::Log(manypy::LogLevel::kError, message);
   return 1;
 }
 
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     fputs(ServerUsage().c_str(), stdout);
     return 0;
   }
+  SetLogLevel(options->log_level);
   // Every thread inherits this mask; only main receives the stop signals (sigwait).
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -56,11 +58,9 @@ int main(int argc, char** argv) {
   for (const auto& s : (*models)->Index()) {
     if (s.state == ModelState::kReady) {
       ++ready;
-      fprintf(stderr, "manypy-server: model %s version %lld READY\n", s.name.c_str(),
-              static_cast<long long>(s.version));
+      Log(LogLevel::kInfo, "model " + s.name + " version " + std::to_string(s.version) + " READY");
     } else if (!s.reason.empty()) {
-      fprintf(stderr, "manypy-server: model %s %s: %s\n", s.name.c_str(), ModelStateName(s.state),
-              s.reason.c_str());
+      Log(LogLevel::kWarning, "model " + s.name + " " + ModelStateName(s.state) + ": " + s.reason);
     }
   }
 
@@ -86,14 +86,15 @@ int main(int argc, char** argv) {
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  fprintf(stderr, "manypy-server: %s: draining in-flight requests (grace period %d s)\n",
-          strsignal(signal_number), options->grace_period_seconds);
+  Log(LogLevel::kInfo, std::string(strsignal(signal_number)) +
+                           ": draining in-flight requests (grace period " +
+                           std::to_string(options->grace_period_seconds) + " s)");
   frontend.StartDraining();
   health->SetServingStatus(false);
   // Stops accepting calls, lets in-flight ones finish until the deadline, then cancels the rest.
   server->Shutdown(std::chrono::system_clock::now() +
                    std::chrono::seconds(options->grace_period_seconds));
   server->Wait();
-  fprintf(stderr, "manypy-server: stopped\n");
+  Log(LogLevel::kInfo, "stopped");
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "server/model_manager.h"
 
+#include "server/log.h"
+
 namespace manypy {
 
 const char* ModelStateName(ModelState state) {
@@ -47,6 +49,7 @@ Status ModelManager::Load(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   Slot& slot = models_[name];
   if (!loaded.ok()) {
+    Log(LogLevel::kWarning, "loading model " + name + " failed: " + loaded.status().message());
     if (slot.serving == nullptr) {
       slot.status = {name, entry->version, ModelState::kUnavailable, loaded.status().message()};
     }
@@ -55,6 +58,8 @@ Status ModelManager::Load(const std::string& name) {
   retired = std::move(slot.serving);  // drains as its in-flight requests finish
   slot.serving = std::make_shared<ServableModel>(entry->path, std::move(*loaded));
   slot.status = {name, entry->version, ModelState::kReady, ""};
+  Log(LogLevel::kVerbose, "model " + name + " version " + std::to_string(entry->version) +
+                              " loaded from " + entry->path);
   return Status::Ok();
 }
 
@@ -69,6 +74,7 @@ Status ModelManager::Unload(const std::string& name) {
   retired = std::move(it->second.serving);
   it->second.status.state = ModelState::kUnavailable;
   it->second.status.reason = "unloaded";
+  Log(LogLevel::kVerbose, "model " + name + " unloaded");
   return Status::Ok();
 }
 

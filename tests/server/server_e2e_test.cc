@@ -378,10 +378,11 @@ TEST_F(ServerTest, StreamingAnswersEveryRequest) {
   EXPECT_EQ(errors, 1);
 }
 
-TEST_F(ServerTest, ReloadToANewVersionUnderTrafficFailsNoRequest) {
+TEST_F(ServerTest, LoadUnloadAndReloadUnderTrafficFailNoRequest) {
   fs::path repo = fs::temp_directory_path() / ("manypy_reload_" + std::to_string(getpid()));
   fs::create_directories(repo);
   fs::copy_file(std::string(MANYPY_TEST_REPOSITORY) + "/two_io.mpk", repo / "two_io.mpk");
+  fs::copy_file(std::string(MANYPY_TEST_REPOSITORY) + "/failing.mpk", repo / "failing.mpk");
   StartServer({"--model-control-mode=explicit", "--load-model=two_io",
                "--model-repository=" + repo.string()});
   std::atomic<bool> stop{false};
@@ -407,15 +408,29 @@ TEST_F(ServerTest, ReloadToANewVersionUnderTrafficFailsNoRequest) {
                     "import manypy.package, two_io as m; "
                     "manypy.package.export(m.build(), '" + v2 + "', name='two_io', version=2, **m.SIGNATURE)\"";
   ASSERT_EQ(system(cmd.c_str()), 0);
-  for (int round = 0; round < 2; ++round) {
+  auto load = [&](const std::string& name) {
     grpc::ClientContext ctx;
-    inference::RepositoryModelLoadRequest load;
-    load.set_model_name("two_io");
-    inference::RepositoryModelLoadResponse loaded;
-    grpc::Status s = stub_->RepositoryModelLoad(&ctx, load, &loaded);
+    inference::RepositoryModelLoadRequest request;
+    request.set_model_name(name);
+    inference::RepositoryModelLoadResponse response;
+    return stub_->RepositoryModelLoad(&ctx, request, &response);
+  };
+  // Reload (twice: the second finds the same newest version), then load and
+  // unload another model, all while two_io serves traffic.
+  for (int round = 0; round < 2; ++round) {
+    grpc::Status s = load("two_io");
     ASSERT_TRUE(s.ok()) << s.error_message();
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
+  ASSERT_TRUE(load("failing").ok());
+  {
+    grpc::ClientContext ctx;
+    inference::RepositoryModelUnloadRequest request;
+    request.set_model_name("failing");
+    inference::RepositoryModelUnloadResponse response;
+    ASSERT_TRUE(stub_->RepositoryModelUnload(&ctx, request, &response).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   stop = true;
   for (auto& c : clients) c.join();
   EXPECT_EQ(failed.load(), 0);
