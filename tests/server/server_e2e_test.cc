@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "proto/grpc_service.grpc.pb.h"
@@ -188,6 +189,41 @@ TEST_F(ServerTest, InferTypedAndRawWithRequestedOutputs) {
   EXPECT_EQ(out.raw_output_contents_size(), 0);
   ASSERT_EQ(out.outputs(0).contents().fp32_contents_size(), 4);
   EXPECT_EQ(out.outputs(0).contents().fp32_contents(3), 160.f);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST_F(ServerTest, ResultsEqualEagerPyTorch) {
+  StartServer({"--model-control-mode=explicit", "--load-model=resnet18"});
+  // The reference: the model built from its source and run eagerly by Debian's Python.
+  fs::path dir = fs::temp_directory_path() / ("manypy_eager_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string cmd = std::string("cd ") + MANYPY_SOURCE_DIR +
+                    " && PYTHONPATH=models /usr/bin/python3 -c \"import torch, resnet18 as m\n"
+                    "x, = m.example_inputs(2)\nwith torch.inference_mode(): y = m.build()(x)\n"
+                    "open('" + (dir / "in").string() + "', 'wb').write(x.numpy().tobytes())\n"
+                    "open('" + (dir / "out").string() + "', 'wb').write(y.numpy().tobytes())\"";
+  ASSERT_EQ(system(cmd.c_str()), 0);
+  ModelInferRequest r;
+  r.set_model_name("resnet18");
+  auto* in = r.add_inputs();
+  in->set_name("INPUT__0");
+  in->set_datatype("FP32");
+  for (int64_t d : {2, 3, 224, 224}) in->add_shape(d);
+  r.add_raw_input_contents(ReadFile((dir / "in").string()));
+  ModelInferResponse out;
+  grpc::Status s = Infer(r, &out);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  std::vector<float> got = FromRaw<float>(out.raw_output_contents(0));
+  std::vector<float> want = FromRaw<float>(ReadFile((dir / "out").string()));
+  ASSERT_EQ(got.size(), 2000u);
+  ASSERT_EQ(want.size(), 2000u);
+  // Tolerance: the server may use another intra-op thread count, which reorders float sums.
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 + 1e-4 * std::abs(want[i]));
+  fs::remove_all(dir);
 }
 
 TEST_F(ServerTest, EveryDatatypeRoundTrips) {
