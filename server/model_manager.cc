@@ -34,12 +34,15 @@ Status ModelManager::Load(const std::string& name) {
   auto entry = repository_.Latest(name);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Slot& slot = models_[name];
-    slot.status.name = name;
     if (!entry.ok()) {
-      if (slot.serving == nullptr) slot.status = {name, 0, ModelState::kUnavailable, entry.status().message()};
+      // A name the repository does not have gets no entry: it stays NOT_FOUND.
+      auto it = models_.find(name);
+      if (it != models_.end() && it->second.serving == nullptr) {
+        it->second.status = {name, 0, ModelState::kUnavailable, entry.status().message()};
+      }
       return entry.status();
     }
+    Slot& slot = models_[name];
     // A reloading model keeps serving its current version meanwhile.
     if (slot.serving == nullptr) slot.status = {name, entry->version, ModelState::kLoading, ""};
   }

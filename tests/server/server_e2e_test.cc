@@ -341,6 +341,19 @@ TEST_F(ServerTest, ErrorsCarryTheRightCodeAndNameTheProblem) {
   big.set_id(std::string(2 << 20, 'x'));
   expect(big, grpc::StatusCode::RESOURCE_EXHAUSTED, "");
 
+  // Regression: a failed load of a name the repository lacks left a phantom
+  // entry, and later calls answered UNAVAILABLE instead of NOT_FOUND.
+  {
+    grpc::ClientContext ctx;
+    inference::RepositoryModelLoadRequest load;
+    load.set_model_name("ghost");
+    inference::RepositoryModelLoadResponse loaded;
+    EXPECT_EQ(stub_->RepositoryModelLoad(&ctx, load, &loaded).error_code(), grpc::StatusCode::NOT_FOUND);
+    ModelInferRequest ghost = TwoIoRequest(true);
+    ghost.set_model_name("ghost");
+    expect(ghost, grpc::StatusCode::NOT_FOUND, "ghost");
+  }
+
   // Unloaded: not ready.
   grpc::ClientContext ctx;
   inference::RepositoryModelUnloadRequest unload;

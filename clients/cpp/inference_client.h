@@ -1,0 +1,85 @@
+// InferenceClient: a synchronous client for any Open Inference Protocol
+// (KServe v2 / Triton) gRPC server. Thread-safe: one client may serve many threads.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "clients/cpp/infer_input.h"
+#include "clients/cpp/infer_result.h"
+#include "common/status.h"
+#include "proto/grpc_service.grpc.pb.h"
+#include "proto/health.grpc.pb.h"
+
+namespace manypy::client {
+
+/// How one inference is asked for.
+struct InferOptions {
+  std::string model_name;
+  std::string model_version;  // empty: the server's choice
+  std::string request_id;     // echoed back by the server
+  /// Outputs wanted, in order; empty: all of them.
+  std::vector<std::string> requested_outputs;
+  /// Send inputs as raw_input_contents (true) or typed contents (false).
+  bool raw_inputs = true;
+  /// Ask for outputs as raw bytes (true) or typed contents (false).
+  bool raw_outputs = true;
+  /// Deadline of this call; zero: the client's default timeout.
+  std::chrono::milliseconds timeout{0};
+};
+
+class InferenceClient {
+ public:
+  struct Options {
+    /// Largest message sent or received, in bytes.
+    int max_message_size = 64 << 20;
+    /// Deadline of each call that does not set its own; zero: none.
+    std::chrono::milliseconds default_timeout{60000};
+  };
+
+  /// Connects lazily to `address` ("host:port"); fails only on bad arguments.
+  static StatusOr<std::unique_ptr<InferenceClient>> Create(const std::string& address,
+                                                           Options options);
+  static StatusOr<std::unique_ptr<InferenceClient>> Create(const std::string& address) {
+    return Create(address, Options());
+  }
+
+  StatusOr<bool> ServerLive() const;
+  StatusOr<bool> ServerReady() const;
+  StatusOr<bool> ModelReady(const std::string& model, const std::string& version = "") const;
+  /// grpc.health.v1 Check of `service` ("" = the whole server).
+  StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus> Health(
+      const std::string& service = "") const;
+  StatusOr<inference::ServerMetadataResponse> ServerMetadata() const;
+  StatusOr<inference::ModelMetadataResponse> ModelMetadata(const std::string& model,
+                                                           const std::string& version = "") const;
+  StatusOr<inference::ModelConfigResponse> ModelConfig(const std::string& model,
+                                                       const std::string& version = "") const;
+  /// Empty `model`: every model.
+  StatusOr<inference::ModelStatisticsResponse> ModelStatistics(
+      const std::string& model = "", const std::string& version = "") const;
+  StatusOr<inference::RepositoryIndexResponse> RepositoryIndex(bool ready_only = false) const;
+  Status LoadModel(const std::string& model) const;
+  Status UnloadModel(const std::string& model) const;
+
+  /// One inference; an error carries the server's code and message.
+  StatusOr<InferResult> Infer(const InferInputs& inputs, const InferOptions& options) const;
+
+  const std::string& address() const { return address_; }
+
+ private:
+  InferenceClient(std::string address, Options options, std::shared_ptr<grpc::Channel> channel);
+  /// A context whose deadline is `timeout`, or the default when zero.
+  void SetDeadline(grpc::ClientContext* ctx, std::chrono::milliseconds timeout) const;
+
+  // Constant after construction; the stubs are thread-safe.
+  const std::string address_;
+  const Options options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+};
+
+}  // namespace manypy::client

@@ -1,0 +1,105 @@
+#include "clients/perf/input_data.h"
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace manypy::perf {
+namespace {
+
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open input file '" + path + "'");
+  std::stringstream data;
+  data << in.rdbuf();
+  return data.str();
+}
+
+// Random bytes valid for `datatype`: small values, so models that do
+// arithmetic or indexing behave; BOOL as 0/1.
+std::string RandomRaw(const std::string& datatype, int64_t count, int string_length,
+                      std::mt19937* rng) {
+  if (datatype == "BYTES") {
+    std::uniform_int_distribution<int> letter('a', 'z');
+    std::vector<std::string> elements(count);
+    for (auto& e : elements) {
+      for (int i = 0; i < string_length; ++i) e.push_back(static_cast<char>(letter(*rng)));
+    }
+    return client::EncodeBytesElements(elements);
+  }
+  size_t width = client::ElementSize(datatype);
+  std::string raw(count * width, '\0');
+  std::uniform_int_distribution<int> small(0, 100);
+  for (int64_t i = 0; i < count; ++i) {
+    char* p = raw.data() + i * width;
+    int v = datatype == "BOOL" ? small(*rng) % 2 : small(*rng);
+    if (datatype == "FP32") {
+      float f = v / 100.0f;
+      memcpy(p, &f, 4);
+    } else if (datatype == "FP64") {
+      double d = v / 100.0;
+      memcpy(p, &d, 8);
+    } else if (datatype == "FP16" || datatype == "BF16") {
+      // 1.0: 0x3c00 as FP16, 0x3f80 as BF16.
+      p[1] = datatype == "FP16" ? 0x3c : 0x3f;
+      if (datatype == "BF16") p[0] = static_cast<char>(0x80);
+    } else {
+      p[0] = static_cast<char>(v);  // little-endian: the low byte, rest zero
+    }
+  }
+  return raw;
+}
+
+}  // namespace
+
+StatusOr<client::InferInputs> MakeInputs(const inference::ModelMetadataResponse& metadata,
+                                         bool batching, const PerfOptions& options) {
+  std::mt19937 rng(42);
+  client::InferInputs inputs;
+  for (const auto& m : metadata.inputs()) {
+    std::vector<int64_t> shape(m.shape().begin(), m.shape().end());
+    if (batching && !shape.empty()) shape[0] = options.batch_size;
+    auto file = options.input_files.find(m.name());
+    if (file == options.input_files.end()) {
+      for (auto& d : shape) d = d < 0 ? 1 : d;
+      inputs.push_back(client::InferInput::FromRaw(
+          m.name(), m.datatype(), shape,
+          RandomRaw(m.datatype(), client::ElementCount(shape), options.string_length, &rng)));
+      continue;
+    }
+    StatusOr<std::string> raw = ReadFile(file->second);
+    if (!raw.ok()) return raw.status();
+    // Size the one variable dimension from the file; any others become 1.
+    int variable = -1, fixed = 1;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] >= 0) fixed *= shape[i];
+      else if (variable < 0) variable = static_cast<int>(i);
+      else shape[i] = 1;
+    }
+    size_t width = client::ElementSize(m.datatype());
+    if (m.datatype() == "BYTES") {
+      std::vector<std::string> elements;
+      if (!client::DecodeBytesElements(*raw, &elements)) {
+        return InvalidArgument("--input " + m.name() + ": not 4-byte length-prefixed BYTES data");
+      }
+      if (variable >= 0) shape[variable] = static_cast<int64_t>(elements.size()) / fixed;
+    } else {
+      if (width == 0) return InvalidArgument("input " + m.name() + ": unknown datatype " + m.datatype());
+      if (variable >= 0) shape[variable] = static_cast<int64_t>(raw->size() / width) / fixed;
+      if (static_cast<size_t>(client::ElementCount(shape)) * width != raw->size()) {
+        return InvalidArgument("--input " + m.name() + ": " + std::to_string(raw->size()) +
+                               " bytes do not fill a " + m.datatype() + " tensor of its shape");
+      }
+    }
+    inputs.push_back(client::InferInput::FromRaw(m.name(), m.datatype(), shape, std::move(*raw)));
+  }
+  for (const auto& [name, path] : options.input_files) {
+    bool known = false;
+    for (const auto& m : metadata.inputs()) known |= m.name() == name;
+    if (!known) return InvalidArgument("--input " + name + ": the model has no such input");
+  }
+  return inputs;
+}
+
+}  // namespace manypy::perf

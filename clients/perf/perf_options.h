@@ -1,0 +1,42 @@
+// PerfOptions: the settings of one manypy-perf run, parsed from the command
+// line (defaults here). A plain value type.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace manypy::perf {
+
+struct PerfOptions {
+  std::string model;
+  std::string model_version;
+  std::string url = "localhost:8001";
+  /// Closed loop: one step per level, that many requests always in flight.
+  std::vector<int> concurrency = {1};
+  /// Open loop (when non-empty, replaces concurrency): one step per rate, requests/s.
+  std::vector<double> rates;
+  bool poisson = true;       // open loop: exponential gaps; false: fixed interval
+  int max_threads = 16;      // open loop: dispatcher pool size
+  double warmup_seconds = 2;
+  double window_seconds = 5;
+  double stability_percent = 10;
+  int max_windows = 10;
+  int64_t batch_size = 1;
+  int timeout_ms = 30000;
+  int string_length = 8;     // BYTES elements of random data
+  std::map<std::string, std::string> input_files;  // input name -> raw file
+  std::string csv_path;      // empty: stdout
+  std::string json_path;     // empty: none
+  bool help = false;
+};
+
+/// Parses argv; InvalidArgument naming the bad flag.
+StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv);
+
+/// The --help text.
+std::string PerfUsage();
+
+}  // namespace manypy::perf

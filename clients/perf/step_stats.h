@@ -1,0 +1,60 @@
+// Completed-request records of a load step and their summary (throughput,
+// latency percentiles, errors by code). Recorder is thread-safe (one mutex).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace manypy::perf {
+
+/// One finished request: its latency and "OK" or the status code name.
+struct RequestRecord {
+  int64_t latency_ns;
+  const char* code;
+};
+
+/// Collects records from the sender threads; the measuring thread takes them.
+class Recorder {
+ public:
+  void Add(RequestRecord r) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    records_.push_back(r);
+  }
+  /// The records since the last Take.
+  std::vector<RequestRecord> Take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<RequestRecord> out;
+    out.swap(records_);
+    return out;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<RequestRecord> records_;  // guarded by mutex_
+};
+
+/// The numbers reported for one step (or one window of it).
+struct StepSummary {
+  int concurrency = 0;        // closed loop level, or sender threads in open loop
+  double request_rate = 0;    // open loop target (requests/s); 0 in closed loop
+  double seconds = 0;         // measured time
+  int64_t requests = 0;       // completed, successful or not
+  int64_t successes = 0;
+  int64_t errors = 0;
+  std::map<std::string, int64_t> errors_by_code;
+  double infer_per_s = 0;     // successes x batch size / seconds
+  double requests_per_s = 0;  // requests / seconds
+  double p50_ms = 0, p90_ms = 0, p95_ms = 0, p99_ms = 0, avg_ms = 0;
+  int windows = 0;
+  bool stable = false;
+};
+
+/// Summarizes `records` measured over `seconds`. Latencies are those of the
+/// successful requests, or of the failed ones when none succeeded.
+StepSummary Summarize(const std::vector<RequestRecord>& records, double seconds,
+                      int64_t batch_size);
+
+}  // namespace manypy::perf

@@ -1,0 +1,157 @@
+// manypy-perf as a subprocess against the real manypy-server: the JSON it
+// writes is well-formed and its numbers are consistent.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "tests/test_util/server_process.h"
+
+namespace manypy {
+namespace {
+
+namespace fs = std::filesystem;
+
+// One JSON record of manypy-perf's output: numeric fields and errors_by_code.
+struct Record {
+  std::map<std::string, double> numbers;
+  std::map<std::string, double> errors_by_code;
+};
+
+std::vector<Record> ParseRecords(const std::string& json) {
+  std::vector<Record> records;
+  static const std::regex number("\"([a-z0-9_]+)\": (-?[0-9.]+)");
+  static const std::regex codes("\"errors_by_code\": \\{([^}]*)\\}");
+  static const std::regex code("\"([A-Z_]+)\": ([0-9]+)");
+  size_t at = 0;
+  while ((at = json.find("{\"concurrency\"", at)) != std::string::npos) {
+    size_t end = json.find("\"stable\"", at);
+    std::string text = json.substr(at, end - at);
+    Record r;
+    std::smatch m;
+    if (std::regex_search(text, m, codes)) {
+      std::string inner = m[1];
+      for (std::sregex_iterator i(inner.begin(), inner.end(), code), e; i != e; ++i) {
+        r.errors_by_code[(*i)[1]] = std::stod((*i)[2]);
+      }
+      text = m.prefix().str() + m.suffix().str();
+    }
+    for (std::sregex_iterator i(text.begin(), text.end(), number), e; i != e; ++i) {
+      r.numbers[(*i)[1]] = std::stod((*i)[2]);
+    }
+    records.push_back(r);
+    at = end;
+  }
+  return records;
+}
+
+class PerfTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.Start(MANYPY_SERVER_BINARY,
+                              {"--model-control-mode=explicit", "--load-model=two_io",
+                               "--load-model=failing", "--interpreters=2",
+                               std::string("--model-repository=") + MANYPY_TEST_REPOSITORY}))
+        << "server did not start";
+    dir_ = fs::temp_directory_path() / ("manypy_perf_test_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    EXPECT_EQ(server_.Stop(), 0);
+    fs::remove_all(dir_);
+  }
+
+  // Runs manypy-perf with `args`; returns its JSON records (checked to be valid JSON).
+  std::vector<Record> RunPerf(const std::string& args) {
+    std::string json = (dir_ / "out.json").string();
+    std::string cmd = std::string(MANYPY_PERF_BINARY) + " -u " + server_.address() +
+                      " --warmup-seconds 0.5 --window-seconds 1 --max-windows 3 --json " + json +
+                      " --csv " + (dir_ / "out.csv").string() + " " + args;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::string check = std::string(MANYPY_PYTHON) + " -c 'import json,sys; json.load(open(sys.argv[1]))' " + json;
+    EXPECT_EQ(std::system(check.c_str()), 0) << "not valid JSON: " << json;
+    std::ifstream in(json);
+    std::stringstream text;
+    text << in.rdbuf();
+    return ParseRecords(text.str());
+  }
+
+  static void ExpectConsistent(const Record& r) {
+    auto n = r.numbers;
+    EXPECT_EQ(n["requests"], n["successes"] + n["errors"]);
+    double by_code = 0;
+    for (const auto& [c, count] : r.errors_by_code) by_code += count;
+    EXPECT_EQ(by_code, n["errors"]);
+    EXPECT_GT(n["requests"], 0);
+    EXPECT_LE(n["p50_ms"], n["p90_ms"]);
+    EXPECT_LE(n["p90_ms"], n["p95_ms"]);
+    EXPECT_LE(n["p95_ms"], n["p99_ms"]);
+    EXPECT_GT(n["p50_ms"], 0);
+    EXPECT_GE(n["windows"], 1);
+    EXPECT_LE(n["windows"], 3);
+  }
+
+  testing::ServerProcess server_;
+  fs::path dir_;
+};
+
+TEST_F(PerfTest, ConcurrencySweepOnTwoIo) {
+  std::vector<Record> records = RunPerf("-m two_io --concurrency 1,2");
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].numbers["concurrency"], 1);
+  EXPECT_EQ(records[1].numbers["concurrency"], 2);
+  for (const Record& r : records) {
+    ExpectConsistent(r);
+    auto n = r.numbers;
+    EXPECT_GT(n["infer_per_s"], 0);
+    EXPECT_EQ(n["errors"], 0);
+    EXPECT_DOUBLE_EQ(n["infer_per_s"], n["requests_per_s"]);
+  }
+  std::ifstream csv(dir_ / "out.csv");
+  std::string header, line;
+  std::getline(csv, header);
+  EXPECT_EQ(header.rfind("concurrency,request_rate,infer_per_s,", 0), 0u) << header;
+  int lines = 0;
+  while (std::getline(csv, line)) ++lines;
+  EXPECT_EQ(lines, 2);
+}
+
+TEST_F(PerfTest, OpenLoopRate) {
+  std::vector<Record> records = RunPerf("-m two_io --rate 100 --distribution constant");
+  ASSERT_EQ(records.size(), 1u);
+  ExpectConsistent(records[0]);
+  EXPECT_EQ(records[0].numbers["request_rate"], 100);
+  EXPECT_NEAR(records[0].numbers["infer_per_s"], 100, 30);
+}
+
+TEST_F(PerfTest, EveryRequestOfFailingIsCountedAsInternal) {
+  std::vector<float> negative = {-1, -2, -3};
+  std::string input = (dir_ / "negative.bin").string();
+  std::ofstream(input, std::ios::binary)
+      .write(reinterpret_cast<const char*>(negative.data()), negative.size() * sizeof(float));
+  std::vector<Record> records = RunPerf("-m failing --concurrency 2 --input INPUT__0=" + input);
+  ASSERT_EQ(records.size(), 1u);
+  Record r = records[0];
+  ExpectConsistent(r);
+  EXPECT_EQ(r.numbers["successes"], 0);
+  EXPECT_EQ(r.numbers["infer_per_s"], 0);
+  EXPECT_EQ(r.numbers["errors"], r.numbers["requests"]);
+  ASSERT_EQ(r.errors_by_code.size(), 1u);
+  EXPECT_EQ(r.errors_by_code["INTERNAL"], r.numbers["errors"]);
+}
+
+TEST_F(PerfTest, BadFlagsAndUnknownModelFail) {
+  std::string perf = MANYPY_PERF_BINARY;
+  EXPECT_EQ(std::system((perf + " --help > /dev/null").c_str()), 0);
+  EXPECT_NE(std::system((perf + " --concurrency 1 2> /dev/null").c_str()), 0);  // no -m
+  EXPECT_NE(std::system((perf + " -m two_io --bogus 1 2> /dev/null").c_str()), 0);
+  EXPECT_NE(std::system((perf + " -u " + server_.address() + " -m no_such_model 2> /dev/null").c_str()), 0);
+}
+
+}  // namespace
+}  // namespace manypy
