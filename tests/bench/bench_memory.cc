@@ -52,6 +52,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/bench/bench_output.h"
 #include "interpreters/pool.h"
 #include "interpreters/python_error.h"
 #include "package_format/archive.h"
@@ -507,10 +508,7 @@ bool CheckTargets(const std::vector<Measurement>& ms, size_t max_n, uint64_t wei
 
 bool WriteJson(const std::string& path, const std::string& model,
                const std::vector<Measurement>& ms) {
-  std::error_code ec;
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  FILE* f = fopen(path.c_str(), "w");
+  FILE* f = manypy::bench::OpenOutputFile(path);
   if (f == nullptr) return false;
   fprintf(f, "[\n");
   for (size_t i = 0; i < ms.size(); ++i) {

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/bench/bench_output.h"
 #include "interpreters/pool.h"
 #include "interpreters/python_error.h"
 #include "interpreters/thread_policy.h"
@@ -357,10 +358,7 @@ void WarnAboutBusyMachine(const std::vector<Record>& records) {
 }
 
 bool WriteJson(const std::string& path, const std::vector<Record>& records) {
-  std::error_code ec;
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  FILE* f = fopen(path.c_str(), "w");
+  FILE* f = manypy::bench::OpenOutputFile(path);
   if (f == nullptr) return false;
   fprintf(f, "[\n");
   for (size_t i = 0; i < records.size(); ++i) {
