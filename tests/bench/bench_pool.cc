@@ -157,6 +157,7 @@ struct RunResult {
   double cpu_cores = 0;
   /// Other processes' CPU seconds / wall seconds: cores they took from the run.
   double other_cores = 0;
+  std::vector<double> latencies_us;  ///< every call's latency, sorted
 };
 
 /// Nearest-rank percentile of sorted samples (q in [0, 1]).
@@ -246,13 +247,14 @@ RunResult TimedRun(size_t threads, double seconds, int warmup_calls,
     r.cpu_cores = ours / r.wall_s;
     r.other_cores = std::max(0.0, (cpu_end.machine_s - cpu_start.machine_s - ours) / r.wall_s);
   }
+  r.latencies_us = std::move(all);
   return r;
 }
 
-// Each configuration runs this many times and reports its median run. Many
-// short runs, interleaved across modes, beat a few long ones on a shared VM
-// whose speed drifts by tens of percent for seconds at a time.
-constexpr int kRepetitions = 7;
+// Each configuration runs this many times, and reports all its runs pooled.
+// Many short runs, interleaved across modes, beat a few long ones on a shared
+// VM whose speed drifts by tens of percent for seconds at a time.
+constexpr int kRepetitions = 15;
 constexpr int kModes = 3;  // shared_interpreter, interpreters, torchscript
 
 // ---------------------------------------------------------------------------
@@ -294,12 +296,30 @@ class RetryBudget {
   double left_s_;
 };
 
-/// The run with the median calls_per_s: one slow or fast outlier (another
-/// process on the machine, a frequency change) then cannot move the result.
-RunResult MedianRun(std::vector<RunResult> runs) {
-  std::sort(runs.begin(), runs.end(),
-            [](const RunResult& a, const RunResult& b) { return a.calls_per_s < b.calls_per_s; });
-  return runs[runs.size() / 2];
+/// All runs of one configuration taken together: calls over summed wall time,
+/// percentiles over every call. The runs of all configurations alternate in
+/// short windows, so each configuration samples the machine's fast and slow
+/// spells alike; pooling then compares them over the same mix.
+RunResult PooledRuns(const std::vector<RunResult>& runs) {
+  RunResult pooled;
+  double cpu_s = 0, other_s = 0;
+  for (const RunResult& r : runs) {
+    pooled.calls += r.calls;
+    pooled.wall_s += r.wall_s;
+    cpu_s += r.cpu_cores * r.wall_s;
+    other_s += r.other_cores * r.wall_s;
+    pooled.latencies_us.insert(pooled.latencies_us.end(), r.latencies_us.begin(),
+                               r.latencies_us.end());
+  }
+  std::sort(pooled.latencies_us.begin(), pooled.latencies_us.end());
+  if (pooled.wall_s > 0) {
+    pooled.calls_per_s = static_cast<double>(pooled.calls) / pooled.wall_s;
+    pooled.cpu_cores = cpu_s / pooled.wall_s;
+    pooled.other_cores = other_s / pooled.wall_s;
+  }
+  pooled.p50_us = Percentile(pooled.latencies_us, 0.50);
+  pooled.p99_us = Percentile(pooled.latencies_us, 0.99);
+  return pooled;
 }
 
 // ---------------------------------------------------------------------------
@@ -379,7 +399,7 @@ bool WriteJson(const std::string& path, const std::vector<Record>& records) {
 
 struct Flags {
   std::string out;
-  double seconds = 1.0;  ///< small's measured duration; resnet18 gets twice this
+  double seconds = 0.5;  ///< one run of small; resnet18's runs last twice this
   std::vector<const ModelSpec*> models;
 };
 
@@ -542,8 +562,7 @@ void BenchModel(manypy::InterpreterPool& pool, const ModelSpec& spec, double bas
   }
   // Each repetition runs every configuration once, so a slow phase of the
   // (shared, virtual) machine lands on all of them alike rather than on one
-  // mode or thread count; each configuration then reports its median
-  // repetition by calls_per_s.
+  // mode or thread count; each configuration then reports its runs pooled.
   // A run that other processes disturbed is run again (at most twice more,
   // within the budget); the last attempt counts.
   for (int rep = 0; rep < kRepetitions; ++rep) {
@@ -565,7 +584,7 @@ void BenchModel(manypy::InterpreterPool& pool, const ModelSpec& spec, double bas
     size_t used = c.mode->uses == Uses::kOnePerThread    ? c.threads
                   : c.mode->uses == Uses::kOneInterpreter ? 1
                                                           : 0;
-    records->push_back({spec.name, c.mode->name, c.threads, used, MedianRun(c.runs)});
+    records->push_back({spec.name, c.mode->name, c.threads, used, PooledRuns(c.runs)});
   }
 }
 
