@@ -92,29 +92,32 @@ GrpcFrontend::Reactor* GrpcFrontend::RepositoryIndex(Ctx* ctx,
   return Done(ctx, grpc::Status::OK);
 }
 
-GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelLoad(
-    Ctx* ctx, const inference::RepositoryModelLoadRequest* request,
-    inference::RepositoryModelLoadResponse*) {
+GrpcFrontend::Reactor* GrpcFrontend::ChangeRepository(Ctx* ctx, const char* verb,
+                                                      std::function<Status()> change) {
   if (!options_.explicit_model_control) {
-    return Done(ctx, FailedPrecondition("loading models on request needs --model-control-mode=explicit"));
+    return Done(ctx, FailedPrecondition(std::string(verb) +
+                                        " models on request needs --model-control-mode=explicit"));
   }
   auto* reactor = ctx->DefaultReactor();
   // Loading runs Python in every interpreter for seconds: not on a gRPC thread.
-  std::string name = request->model_name();
-  std::thread([this, reactor, name] { reactor->Finish(ToGrpcStatus(models_->Load(name))); }).detach();
+  std::thread([reactor, change = std::move(change)] {
+    reactor->Finish(ToGrpcStatus(change()));
+  }).detach();
   return reactor;
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelLoad(
+    Ctx* ctx, const inference::RepositoryModelLoadRequest* request,
+    inference::RepositoryModelLoadResponse*) {
+  std::string name = request->model_name();
+  return ChangeRepository(ctx, "loading", [this, name] { return models_->Load(name); });
 }
 
 GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelUnload(
     Ctx* ctx, const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse*) {
-  if (!options_.explicit_model_control) {
-    return Done(ctx, FailedPrecondition("unloading models on request needs --model-control-mode=explicit"));
-  }
-  auto* reactor = ctx->DefaultReactor();
   std::string name = request->model_name();
-  std::thread([this, reactor, name] { reactor->Finish(ToGrpcStatus(models_->Unload(name))); }).detach();
-  return reactor;
+  return ChangeRepository(ctx, "unloading", [this, name] { return models_->Unload(name); });
 }
 
 GrpcFrontend::Reactor* GrpcFrontend::ModelInfer(Ctx* ctx, const inference::ModelInferRequest* request,

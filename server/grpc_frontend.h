@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/executor.h"
@@ -48,6 +49,9 @@ class GrpcFrontend final : public inference::GRPCInferenceService::CallbackServi
                                  inference::RepositoryModelUnloadResponse*) override;
 
  private:
+  /// Runs a load or unload off the gRPC threads (explicit control mode only).
+  Reactor* ChangeRepository(Ctx* ctx, const char* verb, std::function<Status()> change);
+
   ModelManager* const models_;
   Executor* const executor_;
   const InferenceHandler handler_;

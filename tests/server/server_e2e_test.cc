@@ -490,6 +490,31 @@ TEST_F(ServerTest, LoadUnloadAndReloadUnderTrafficFailNoRequest) {
   fs::remove_all(repo);
 }
 
+TEST_F(ServerTest, ModeNoneLoadsEveryModelAndRefusesRepositoryChanges) {
+  fs::path repo = fs::temp_directory_path() / ("manypy_mode_none_" + std::to_string(getpid()));
+  fs::create_directories(repo);
+  for (const char* model : {"two_io.mpk", "failing.mpk"}) {
+    fs::copy_file(fs::path(MANYPY_TEST_REPOSITORY) / model, repo / model);
+  }
+  StartServer({"--model-repository=" + repo.string()});
+  ModelInferResponse out;
+  EXPECT_TRUE(Infer(TwoIoRequest(true), &out).ok());
+  grpc::ClientContext ctx;
+  inference::RepositoryModelUnloadRequest unload;
+  unload.set_model_name("two_io");
+  inference::RepositoryModelUnloadResponse unloaded;
+  grpc::Status s = stub_->RepositoryModelUnload(&ctx, unload, &unloaded);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("--model-control-mode=explicit"), std::string::npos);
+  grpc::ClientContext ctx2;
+  inference::RepositoryIndexRequest ir;
+  inference::RepositoryIndexResponse index;
+  ASSERT_TRUE(stub_->RepositoryIndex(&ctx2, ir, &index).ok());
+  ASSERT_EQ(index.models_size(), 2);
+  for (const auto& m : index.models()) EXPECT_EQ(m.state(), "READY") << m.name();
+  fs::remove_all(repo);
+}
+
 TEST_F(ServerTest, SigtermAnswersRequestsInFlightThenExitsZero) {
   StartServer({"--model-control-mode=explicit", "--load-model=slow"});
   std::atomic<int> ok{0};
