@@ -25,11 +25,6 @@ bool Executor::Submit(std::function<void()> task) {
   return true;
 }
 
-size_t Executor::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return tasks_.size();
-}
-
 void Executor::Work() {
   for (;;) {
     std::function<void()> task;

@@ -20,12 +20,11 @@ class Executor {
 
   /// Queues `task`; returns false (and drops it) after shutdown began.
   bool Submit(std::function<void()> task);
-  size_t queued() const;
 
  private:
   void Work();
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> tasks_;  // guarded by mu_
   bool stopping_ = false;                    // guarded by mu_

@@ -22,8 +22,6 @@ class ModelRepository {
  public:
   explicit ModelRepository(std::string directory) : directory_(std::move(directory)) {}
 
-  const std::string& directory() const { return directory_; }
-
   /// Every *.mpk file of the directory (not recursive), validated; sorted by
   /// name, then version. NOT_FOUND if the directory does not exist.
   StatusOr<std::vector<RepositoryEntry>> Scan() const;

@@ -371,6 +371,17 @@ def _as_args(example_inputs):
     return (example_inputs,)
 
 
+def _check_declared(field, spec, datatype, shape, datatype_source, shape_source):
+    """Raises ValueError naming `field` when a declared tensor spec disagrees
+    with what an example run produced."""
+    if spec["datatype"] != datatype:
+        raise ValueError(f"{field}.datatype: declared {spec['datatype']}, "
+                         f"{datatype_source} {datatype}")
+    if not _shape_matches(spec["shape"], shape):
+        raise ValueError(f"{field}.shape: declared {spec['shape']}, {shape_source} "
+                         f"{shape} (batch dimension excluded)")
+
+
 def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, method):
     """Returns (inputs, outputs) as normalized spec lists, running the
     example (if any) to infer or check them."""
@@ -400,12 +411,8 @@ def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, m
         if len(inputs) != len(args):
             raise ValueError(f"inputs: {len(inputs)} declared but example_inputs has {len(args)}")
         for i, (spec, (datatype, shape)) in enumerate(zip(inputs, arg_specs)):
-            if spec["datatype"] != datatype:
-                raise ValueError(f"inputs[{i}].datatype: declared {spec['datatype']}, "
-                                 f"example input is {datatype}")
-            if not _shape_matches(spec["shape"], shape):
-                raise ValueError(f"inputs[{i}].shape: declared {spec['shape']}, example input "
-                                 f"has {shape} (batch dimension excluded)")
+            _check_declared(f"inputs[{i}]", spec, datatype, shape,
+                            "example input is", "example input has")
 
     call = getattr(model, method) if method else model
     with torch.inference_mode():
@@ -437,12 +444,8 @@ def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, m
             raise ValueError(f"outputs: {len(outputs)} declared, the model returned {len(found)}")
         pairs = [(i, o, (d, s)) for i, (o, (_, d, s)) in enumerate(zip(outputs, found))]
     for i, spec, (datatype, shape) in pairs:
-        if spec["datatype"] != datatype:
-            raise ValueError(f"outputs[{i}].datatype: declared {spec['datatype']}, the model "
-                             f"returned {datatype}")
-        if not _shape_matches(spec["shape"], shape):
-            raise ValueError(f"outputs[{i}].shape: declared {spec['shape']}, the model returned "
-                             f"{shape} (batch dimension excluded)")
+        _check_declared(f"outputs[{i}]", spec, datatype, shape,
+                        "the model returned", "the model returned")
     return inputs, outputs
 
 
