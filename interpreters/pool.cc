@@ -93,6 +93,9 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
     if (!s.ok()) return s.status();  // started interpreters are finalized with `state`
     state->interpreters.push_back(std::move(*s));
   }
+  for (auto& interpreter : state->interpreters) {
+    state->interrupters.push_back(std::make_unique<Interrupter>(&interpreter->shim()));
+  }
   return std::unique_ptr<InterpreterPool>(new InterpreterPool(std::move(options), std::move(state)));
 }
 
@@ -111,6 +114,10 @@ InterpreterSession InterpreterPool::AcquireAt(size_t index) {
   }
   state_->balancer.AcquireAt(index);
   return detail::OpenSession(state_, index);
+}
+
+void InterpreterPool::Interrupt(size_t index, uint64_t token) {
+  if (index < state_->interrupters.size()) state_->interrupters[index]->Interrupt(token);
 }
 
 ReplicatedObject InterpreterPool::Replicate(ReplicatedObject::Factory factory) {

@@ -59,6 +59,13 @@ class InterpreterPool {
 
   ReplicatedObject Replicate(ReplicatedObject::Factory factory);
 
+  /// Raises _manypy.ExecutionInterrupted (a BaseException) in the Python code
+  /// running in interpreter `index` under `token` (InterpreterSession::
+  /// BeginInterruptible), if that scope is still open. Returns at once; the
+  /// exception fires at the code's next bytecode. Native code that never
+  /// returns to Python cannot be interrupted.
+  void Interrupt(size_t index, uint64_t token);
+
  private:
   InterpreterPool(PoolOptions options, std::shared_ptr<detail::PoolState> state)
       : options_(std::move(options)), state_(std::move(state)) {}

@@ -7,6 +7,7 @@
 
 #include "interpreters/image_preparer.h"
 #include "interpreters/interpreter.h"
+#include "interpreters/interrupter.h"
 #include "interpreters/load_balancer.h"
 
 namespace manypy::detail {
@@ -17,6 +18,7 @@ struct PoolState {
   // that made the process-global registrations is never finalized: the
   // dispatcher keeps Python kernels that live in it until the process exits.
   ~PoolState() {
+    interrupters.clear();  // their threads use the interpreters' GILs
     while (!interpreters.empty()) {
       if (interpreters.back()->owns_registrations()) {
         // Never finalized, so CPython will not flush its buffered output.
@@ -31,6 +33,7 @@ struct PoolState {
   std::unique_ptr<ImagePreparer> preparer;
   std::vector<std::unique_ptr<Interpreter>> interpreters;
   LoadBalancer balancer;
+  std::vector<std::unique_ptr<Interrupter>> interrupters;  // one per interpreter
 };
 
 }  // namespace manypy::detail

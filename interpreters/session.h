@@ -75,6 +75,12 @@ class InterpreterSession {
   /// (for Python code the host ships as text).
   Obj DefineModule(const std::string& name, const std::string& source);
 
+  /// Opens a scope in which this thread's Python code in this session can be
+  /// interrupted by InterpreterPool::Interrupt(interpreter_index(), token).
+  uint64_t BeginInterruptible() { return shim_->BeginInterruptible(); }
+  /// Closes it; an interrupt that has not fired yet is discarded.
+  void EndInterruptible(uint64_t token) { shim_->EndInterruptible(token); }
+
  private:
   friend class ReplicatedObject;
   friend InterpreterSession detail::OpenSession(std::shared_ptr<detail::PoolState>, size_t);

@@ -185,7 +185,8 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
                                          " (this reader knows 1)");
   MANYPY_RETURN_IF_ERROR(
       f.Only({"schema_version", "name", "version", "platform", "entry_point", "method", "inputs",
-              "outputs", "max_batch_size", "batching", "instance_count", "device", "description"}));
+              "outputs", "max_batch_size", "batching", "instance_count", "max_queue_size",
+              "max_execution_seconds", "default_timeout_microseconds", "device", "description"}));
   MANYPY_RETURN_IF_ERROR(f.String("name", true, &m.name));
   if (!Charset(m.name, 128, "_.-") || m.name[0] == '.')
     return f.Error("name", "'" + m.name +
@@ -210,6 +211,13 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
   MANYPY_RETURN_IF_ERROR(f.Int("instance_count", false, &m.instance_count));
   if (m.instance_count < 0)
     return f.Error("instance_count", "must be >= 0 (0 = one per interpreter)");
+  for (auto [field, value] : {std::pair{"max_queue_size", &m.max_queue_size},
+                              std::pair{"max_execution_seconds", &m.max_execution_seconds},
+                              std::pair{"default_timeout_microseconds",
+                                        &m.default_timeout_microseconds}}) {
+    MANYPY_RETURN_IF_ERROR(f.Int(field, false, value));
+    if (*value < 0) return f.Error(field, "must be >= 0 (0 = the server's default)");
+  }
   MANYPY_RETURN_IF_ERROR(f.String("device", false, &m.device));
   const bool cuda_n = m.device.rfind("cuda:", 0) == 0 && m.device.size() > 5 &&
                       std::all_of(m.device.begin() + 5, m.device.end(),

@@ -50,6 +50,9 @@ struct Manifest {
   int64_t max_batch_size = 0;  ///< 0 = the model takes no batch dimension
   BatchingSpec batching;
   int64_t instance_count = 0;  ///< 0 = one instance per interpreter
+  int64_t max_queue_size = 0;  ///< queued requests allowed; 0 = the server's default
+  int64_t max_execution_seconds = 0;  ///< a longer call is interrupted; 0 = the server's default
+  int64_t default_timeout_microseconds = 0;  ///< deadline of requests without one; 0 = none
   std::string device = "cpu";  ///< "cpu", "cuda" or "cuda:N"
   std::string description;
   bool operator==(const Manifest& o) const;

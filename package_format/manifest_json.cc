@@ -39,6 +39,9 @@ std::string ManifestToJson(const Manifest& m) {
         {"preferred_batch_sizes", m.batching.preferred_batch_sizes},
         {"max_queue_delay_microseconds", m.batching.max_queue_delay_microseconds}}},
       {"instance_count", m.instance_count},
+      {"max_queue_size", m.max_queue_size},
+      {"max_execution_seconds", m.max_execution_seconds},
+      {"default_timeout_microseconds", m.default_timeout_microseconds},
       {"device", m.device},
       {"description", m.description}};
   // Replace rather than throw on invalid UTF-8 in hand-built manifests.
@@ -59,9 +62,11 @@ bool EntryPoint::operator==(const EntryPoint& o) const {
 }
 bool Manifest::operator==(const Manifest& o) const {
   return std::tie(schema_version, name, version, platform, entry_point, method, inputs, outputs,
-                  max_batch_size, batching, instance_count, device, description) ==
+                  max_batch_size, batching, instance_count, max_queue_size,
+                  max_execution_seconds, default_timeout_microseconds, device, description) ==
          std::tie(o.schema_version, o.name, o.version, o.platform, o.entry_point, o.method,
-                  o.inputs, o.outputs, o.max_batch_size, o.batching, o.instance_count, o.device,
+                  o.inputs, o.outputs, o.max_batch_size, o.batching, o.instance_count, o.max_queue_size,
+                  o.max_execution_seconds, o.default_timeout_microseconds, o.device,
                   o.description);
 }
 

@@ -69,6 +69,24 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
       return InvalidArgument("--log-level is error, warning, info or verbose, got '" + value + "'");
     }
     o->log_level = value;
+  } else if (flag == "max-queue-size") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
+    o->serving.max_queue_size = static_cast<size_t>(n);
+  } else if (flag == "max-execution-seconds") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 86400 * 365, &n));
+    o->serving.max_execution_seconds = n;
+  } else if (flag == "warmup-runs") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 1000, &n));
+    o->serving.warmup_runs = n;
+  } else if (flag == "model-config") {
+    size_t colon = value.find(':'), eq = value.find('=', colon == std::string::npos ? 0 : colon);
+    if (colon == std::string::npos || colon == 0 || eq == std::string::npos) {
+      return InvalidArgument("--model-config takes NAME:SETTING=VALUE, got '" + value + "'");
+    }
+    std::string key = value.substr(colon + 1, eq - colon - 1), setting = value.substr(eq + 1);
+    Status ok = CheckModelSetting(key, setting);
+    if (!ok.ok()) return InvalidArgument("--model-config " + value + ": " + ok.message());
+    o->serving.overrides[value.substr(0, colon)][key] = setting;
   } else if (flag == "cache-dir") o->cache_dir = value;
   else if (flag == "config") return ApplyConfigFile(value, o);
   else return InvalidArgument("unknown flag --" + flag + " (see --help)");
@@ -94,8 +112,24 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
   --load-model=NAME          a model to load at start (repeatable; explicit mode)
   --max-message-size=BYTES   largest gRPC message sent or received (default 64 MiB);
                              larger requests fail with RESOURCE_EXHAUSTED
-  --grace-period=SECONDS     on SIGTERM/SIGINT, how long in-flight requests may
-                             finish before they are cancelled (default 30)
+  --grace-period=SECONDS     on SIGTERM/SIGINT, how long queued and running
+                             requests may finish (default 30); then the process
+                             exits anyway (status 1 if it abandoned stuck calls)
+  --max-queue-size=N         requests a model may have queued (default 256; the
+                             manifest's max_queue_size wins); more are refused
+                             with RESOURCE_EXHAUSTED
+  --max-execution-seconds=S  a model call running longer is interrupted and
+                             answered DEADLINE_EXCEEDED (default 60; 0: no limit;
+                             the manifest's max_execution_seconds wins)
+  --warmup-runs=N            calls with inputs made from the signature that each
+                             interpreter runs on a model before it is READY
+                             (default 1; 0: none)
+  --model-config=NAME:SETTING=VALUE
+                             overrides one setting of model NAME (repeatable):
+                             instance_count, max_queue_size,
+                             max_execution_seconds, default_timeout_microseconds,
+                             warmup_runs, dynamic_batching (true/false),
+                             max_queue_delay_microseconds
   --log-level=LEVEL          error, warning, info (default) or verbose
   --cache-dir=DIR            where prepared interpreter libraries are cached
   --config=FILE              read flags from FILE, one flag=value per line

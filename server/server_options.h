@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "server/models/model_settings.h"
 
 namespace manypy {
 
@@ -21,6 +22,8 @@ struct ServerOptions {
   int grace_period_seconds = 30;
   std::string log_level = "info";
   std::string cache_dir;
+  /// Queue, execution-limit and warm-up defaults and per-model overrides.
+  ServingDefaults serving;
 };
 
 /// The --help text.

@@ -3,6 +3,7 @@
 // that interpreter's CPython runtime and libtorch_python copy.
 #include <Python.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,14 @@ ShimConfig g_config;
 // kept (by one extra, never-released PyGILState_Ensure) instead of being
 // created and destroyed on every session.
 thread_local bool t_thread_state_kept = false;
+
+// Open interruptible scopes: token -> the Python thread id running it.
+// Guarded by this interpreter's GIL.
+std::map<uint64_t, unsigned long> g_interruptible;
+uint64_t g_last_token = 0;
+// _manypy.ExecutionInterrupted; a BaseException so that a model's
+// `except Exception:` cannot swallow it.
+PyObject* g_interrupted_type = nullptr;
 
 PyObject* PrepareExtension(PyObject*, PyObject* args) {
   const char* name;
@@ -118,6 +127,23 @@ class Shim final : public InterpreterShim {
     return out;
   }
   void IncRef(Handle object) override { Py_INCREF(AsObject(object)); }
+
+  uint64_t BeginInterruptible() override {
+    uint64_t token = ++g_last_token;
+    g_interruptible[token] = PyThread_get_thread_ident();
+    return token;
+  }
+  void EndInterruptible(uint64_t token) override {
+    auto it = g_interruptible.find(token);
+    if (it == g_interruptible.end()) return;
+    PyThreadState_SetAsyncExc(it->second, nullptr);  // an interrupt that came too late
+    g_interruptible.erase(it);
+  }
+  bool Interrupt(uint64_t token) override {
+    auto it = g_interruptible.find(token);
+    if (it == g_interruptible.end()) return false;
+    return PyThreadState_SetAsyncExc(it->second, g_interrupted_type) == 1;
+  }
   void DecRef(Handle object) override { Py_DECREF(AsObject(object)); }
 
   void Finalize() override {
@@ -134,6 +160,11 @@ void Boot(const ShimConfig& config) {
   PyModule_AddFunctions(module, kManypyMethods);
   PyModule_AddIntConstant(module, "index", config.index);
   PyModule_AddObjectRef(module, "owns_registrations", config.owns_registrations ? Py_True : Py_False);
+  g_interrupted_type = Check(PyErr_NewExceptionWithDoc(
+      "_manypy.ExecutionInterrupted",
+      "Raised inside a call that ran past its execution limit (the host interrupted it).",
+      PyExc_BaseException, nullptr));
+  PyModule_AddObjectRef(module, "ExecutionInterrupted", g_interrupted_type);
   PyObject* modules = PyImport_GetModuleDict();  // borrowed
   PyDict_SetItemString(modules, "_manypy", module);
   Py_DECREF(module);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +63,15 @@ class InterpreterShim {
   virtual std::string Repr(Handle object) = 0;
   virtual void IncRef(Handle object) = 0;
   virtual void DecRef(Handle object) = 0;
+
+  /// Makes the calling thread's Python code interruptible by Interrupt(token)
+  /// until EndInterruptible(token); returns a token never used before.
+  virtual uint64_t BeginInterruptible() = 0;
+  /// Ends the scope and discards an interrupt that has not fired yet.
+  virtual void EndInterruptible(uint64_t token) = 0;
+  /// Schedules _manypy.ExecutionInterrupted (a BaseException) in the thread
+  /// whose scope `token` is, if that scope is still open; returns whether it was.
+  virtual bool Interrupt(uint64_t token) = 0;
 
   /// Tears the interpreter down. The caller must not hold the GIL; no other
   /// thread may use the interpreter during or after this call.

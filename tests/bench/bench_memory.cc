@@ -56,7 +56,7 @@
 #include "interpreters/pool.h"
 #include "interpreters/python_error.h"
 #include "package_format/archive.h"
-#include "server/packaged_model.h"
+#include "server/models/packaged_model.h"
 
 extern char** environ;
 
@@ -310,7 +310,7 @@ int RunChild(size_t n, const std::string& archive) {
     double load_seconds = SecondsSince(start);
     // One call, through the pool's load balancer: the interpreter it lands on
     // allocates what a first request does; the weights are touched once for all.
-    (*model)->Infer({manypy::Value(at::randn({1, 3, 224, 224}))});
+    (*model)->Call({manypy::Value(at::randn({1, 3, 224, 224}))});
 
     std::error_code ec;
     std::string archive_path = std::filesystem::canonical(archive, ec).string();

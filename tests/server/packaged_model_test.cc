@@ -1,7 +1,7 @@
 // Every example model, packaged by the project's own tool, loads into every
 // interpreter of a pool with one shared copy of its weights and gives the
 // same results as the eager model built from its source.
-#include "server/packaged_model.h"
+#include "server/models/packaged_model.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -77,7 +77,7 @@ TEST_P(ExampleModelTest, MatchesEagerPyTorchInEveryInterpreter) {
   // Interpreter by interpreter, through the replicated runner.
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
-    threads.emplace_back([&] { ExpectSameOutputs((*model)->Infer(ref.inputs), ref.outputs); });
+    threads.emplace_back([&] { ExpectSameOutputs((*model)->Call(ref.inputs), ref.outputs); });
   }
   for (auto& t : threads) t.join();
 }
@@ -125,9 +125,9 @@ TEST(PackagedModelTest, ModelExceptionIsAPythonError) {
   auto model = PackagedModel::Load(pool.get(), ArchivePath("two_io"));
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   // Wrong shapes: the model's own code raises; the pool keeps serving.
-  EXPECT_THROW((*model)->Infer({Value(at::ones({3})), Value(at::ones({5}, at::kLong))}),
+  EXPECT_THROW((*model)->Call({Value(at::ones({3})), Value(at::ones({5}, at::kLong))}),
                PythonError);
-  auto out = (*model)->Infer({Value(at::ones({4})), Value(at::ones({4}, at::kLong))});
+  auto out = (*model)->Call({Value(at::ones({4})), Value(at::ones({4}, at::kLong))});
   EXPECT_TRUE(out[0].to_tensor().equal(at::full({4}, 2.0)));
 }
 

@@ -11,7 +11,7 @@
 
 #include "proto/grpc_service.grpc.pb.h"
 #include "proto/health.grpc.pb.h"
-#include "tests/test_util/server_process.h"
+#include "tests/test_util/server_fixture.h"
 
 namespace manypy {
 namespace {
@@ -21,70 +21,6 @@ using inference::GRPCInferenceService;
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 
-class ServerTest : public ::testing::Test {
- protected:
-  void StartServer(std::vector<std::string> args) {
-    args.push_back("--interpreters=2");
-    if (std::find_if(args.begin(), args.end(), [](const std::string& a) {
-          return a.rfind("--model-repository", 0) == 0;
-        }) == args.end()) {
-      args.push_back(std::string("--model-repository=") + MANYPY_TEST_REPOSITORY);
-    }
-    ASSERT_TRUE(server_.Start(MANYPY_SERVER_BINARY, args)) << "server did not start";
-    channel_ = grpc::CreateChannel(server_.address(), grpc::InsecureChannelCredentials());
-    stub_ = GRPCInferenceService::NewStub(channel_);
-  }
-  void TearDown() override {
-    if (server_.pid() > 0) {
-      EXPECT_EQ(server_.Stop(), 0);
-    }
-  }
-
-  grpc::Status Infer(const ModelInferRequest& request, ModelInferResponse* response,
-                     int deadline_ms = 30000) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
-    return stub_->ModelInfer(&ctx, request, response);
-  }
-
-  testing::ServerProcess server_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<GRPCInferenceService::Stub> stub_;
-};
-
-template <typename T>
-std::string Raw(const std::vector<T>& values) {
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
-
-template <typename T>
-std::vector<T> FromRaw(const std::string& raw) {
-  std::vector<T> v(raw.size() / sizeof(T));
-  memcpy(v.data(), raw.data(), v.size() * sizeof(T));
-  return v;
-}
-
-ModelInferRequest TwoIoRequest(bool raw) {
-  ModelInferRequest r;
-  r.set_model_name("two_io");
-  r.set_id("request-7");
-  auto* a = r.add_inputs();
-  a->set_name("INPUT_A");
-  a->set_datatype("FP32");
-  a->add_shape(4);
-  auto* b = r.add_inputs();
-  b->set_name("INPUT_B");
-  b->set_datatype("INT64");
-  b->add_shape(4);
-  if (raw) {
-    r.add_raw_input_contents(Raw(std::vector<float>{1, 2, 3, 4}));
-    r.add_raw_input_contents(Raw(std::vector<int64_t>{10, 20, 30, 40}));
-  } else {
-    for (float f : {1.f, 2.f, 3.f, 4.f}) a->mutable_contents()->add_fp32_contents(f);
-    for (int64_t i : {10, 20, 30, 40}) b->mutable_contents()->add_int64_contents(i);
-  }
-  return r;
-}
 
 TEST_F(ServerTest, HealthMetadataConfigIndexAndStatistics) {
   StartServer({"--model-control-mode=explicit", "--load-model=two_io", "--load-model=resnet18"});
@@ -363,22 +299,11 @@ TEST_F(ServerTest, ErrorsCarryTheRightCodeAndNameTheProblem) {
   expect(TwoIoRequest(true), grpc::StatusCode::UNAVAILABLE, "not ready");
 }
 
-ModelInferRequest SlowRequest(int64_t ms, const std::string& id = "") {
-  ModelInferRequest r;
-  r.set_model_name("slow");
-  r.set_id(id);
-  auto* in = r.add_inputs();
-  in->set_name("MS");
-  in->set_datatype("INT64");
-  in->add_shape(1);
-  in->add_shape(1);
-  r.add_raw_input_contents(Raw(std::vector<int64_t>{ms}));
-  return r;
-}
 
 TEST_F(ServerTest, ExpiredDeadlineIsNotRun) {
   StartServer({"--model-control-mode=explicit", "--load-model=slow", "--interpreters=1"});
-  // Two slow requests occupy both workers; the third waits past its deadline.
+  // One interpreter: the first slow request runs, the second waits, the third
+  // waits past its deadline.
   std::vector<std::thread> busy;
   for (int i = 0; i < 2; ++i) {
     busy.emplace_back([&] {

@@ -31,6 +31,8 @@ _TOP_LEVEL_FIELDS = {
     "schema_version": True, "name": True, "version": True, "platform": True,
     "entry_point": True, "method": False, "inputs": True, "outputs": True,
     "max_batch_size": False, "batching": False, "instance_count": False,
+    "max_queue_size": False, "max_execution_seconds": False,
+    "default_timeout_microseconds": False,
     "device": False, "description": False,
 }  # field -> required
 _TENSOR_FIELDS = ("name", "datatype", "shape")
@@ -236,8 +238,10 @@ def validate_manifest(manifest):
     _check_int(max_batch_size, "max_batch_size", lo=0, hi=MAX_BATCH_SIZE_LIMIT)
     if "batching" in manifest:
         _validate_batching(manifest["batching"], max_batch_size)
-    if "instance_count" in manifest:
-        _check_int(manifest["instance_count"], "instance_count", lo=0)
+    for field in ("instance_count", "max_queue_size", "max_execution_seconds",
+                  "default_timeout_microseconds"):
+        if field in manifest:
+            _check_int(manifest[field], field, lo=0)
     if "device" in manifest:
         _check_string(manifest["device"], "device", _DEVICE_RE)
     if "description" in manifest:
@@ -262,7 +266,8 @@ def normalize_batching(batching):
 
 def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0,
                    batching=None, instance_count=0, device="cpu", description="",
-                   method=None):
+                   method=None, max_queue_size=0, max_execution_seconds=0,
+                   default_timeout_microseconds=0):
     """Returns a validated manifest dict. inputs/outputs take dicts or
     (name, datatype, shape) tuples."""
     manifest = {
@@ -281,6 +286,12 @@ def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0
     if batching is not None:
         manifest["batching"] = batching
     manifest["instance_count"] = instance_count
+    # Written only when set, so archives that do not use them stay as before.
+    for field, value in (("max_queue_size", max_queue_size),
+                         ("max_execution_seconds", max_execution_seconds),
+                         ("default_timeout_microseconds", default_timeout_microseconds)):
+        if value:
+            manifest[field] = value
     manifest["device"] = device
     manifest["description"] = description
     return validate_manifest(manifest)

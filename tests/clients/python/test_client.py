@@ -5,7 +5,7 @@ Each test class starts build/bin/manypy-server on a free loopback port
 with two_io, echo_all and failing loaded in explicit mode, and stops it with
 SIGTERM at the end (exit status 0 expected).
 
-    PYTHONPATH=package_format/python:build/python \\
+    PYTHONPATH=package_format/python:clients/python:build/python \\
     MANYPY_SERVER_BINARY=build/bin/manypy-server \\
     MANYPY_TEST_REPOSITORY=build/test-model-repository MANYPY_CACHE_DIR=build/test-cache \\
     /usr/bin/python3 -m unittest discover -v -s tests/clients/python -t tests/clients/python
@@ -28,9 +28,11 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-PACKAGE_DIR = os.path.join(REPO, "package_format", "python")
-if PACKAGE_DIR not in sys.path:
-    sys.path.insert(0, PACKAGE_DIR)
+# `manypy` is spread over these two folders (pkgutil.extend_path in both
+# manypy/__init__.py); the client is in clients/python.
+PACKAGE_DIRS = [os.path.join(REPO, "package_format", "python"),
+                os.path.join(REPO, "clients", "python")]
+sys.path[:0] = [d for d in PACKAGE_DIRS if d not in sys.path]
 sys.dont_write_bytecode = True
 
 from manypy.client import (DATATYPES, NUMPY_DTYPES, InferenceClient,  # noqa: E402
@@ -469,7 +471,7 @@ class Bf16Test(unittest.TestCase):
 
 def _cli_env():
     env = dict(os.environ)
-    paths = [PACKAGE_DIR] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = PACKAGE_DIRS + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("MANYPY_URL", None)
@@ -480,8 +482,11 @@ class CliTest(ServerTestCase):
 
     def cli(self, *args, launcher=None):
         command = [launcher] if launcher else [sys.executable, "-m", "manypy.client.cli"]
+        env = _cli_env()
+        if launcher:  # the launcher must set up sys.path by itself
+            env.pop("PYTHONPATH")
         done = subprocess.run(command + ["-u", self.address, "--timeout", "60", *args],
-                              capture_output=True, text=True, env=_cli_env(), timeout=120)
+                              capture_output=True, text=True, env=env, timeout=120)
         return done.returncode, done.stdout, done.stderr
 
     def test_health(self):

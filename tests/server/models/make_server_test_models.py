@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Packages the server-test models into DIR: echo_all, failing, slow.
+"""Packages the server-test models into DIR: echo_all, failing, slow, spin,
+batched_double.
 
     /usr/bin/python3 tests/server/models/make_server_test_models.py --out DIR
 """
@@ -29,7 +30,13 @@ def main():
     manypy.package.export(m.Slow(), os.path.join(out, "slow.mpk"), name="slow",
                           inputs=[("MS", "INT64", [1])], outputs=[("MS", "INT64", [1])],
                           max_batch_size=8)
-    print(f"wrote echo_all, failing, slow to {out}")
+    manypy.package.export(m.Spin(), os.path.join(out, "spin.mpk"), name="spin",
+                          inputs=[("INPUT__0", "FP32", [-1])], outputs=[("OUTPUT__0", "FP32", [-1])])
+    manypy.package.export(m.BatchedDouble(), os.path.join(out, "batched_double.mpk"),
+                          name="batched_double", inputs=[("X", "FP32", [2])],
+                          outputs=[("Y", "FP32", [2])], max_batch_size=16,
+                          batching={"dynamic": True, "max_queue_delay_microseconds": 2000})
+    print(f"wrote echo_all, failing, slow, spin, batched_double to {out}")
 
 
 if __name__ == "__main__":

@@ -32,3 +32,23 @@ class Slow(torch.nn.Module):
     def forward(self, milliseconds):
         time.sleep(float(milliseconds.sum()) / 1000.0)
         return milliseconds + 0
+
+
+class Spin(torch.nn.Module):
+    """Loops forever in Python for negative inputs (a model stuck for some
+    input); doubles anything else."""
+
+    def forward(self, x):
+        if bool((x < 0).any()):
+            while True:
+                pass
+        return x * 2
+
+
+class BatchedDouble(torch.nn.Module):
+    """Doubles its input after 10 ms, whatever the batch: a model whose cost
+    per call hardly grows with the batch, so batching shows."""
+
+    def forward(self, x):
+        time.sleep(0.01)
+        return x * 2

@@ -1,0 +1,122 @@
+#include "server/grpc/protocol_metadata.h"
+
+#include <map>
+
+namespace manypy {
+namespace {
+
+inference::DataType ConfigDataType(const std::string& datatype) {
+  static const std::map<std::string, inference::DataType> types = {
+      {"BOOL", inference::TYPE_BOOL},     {"UINT8", inference::TYPE_UINT8},
+      {"UINT16", inference::TYPE_UINT16}, {"UINT32", inference::TYPE_UINT32},
+      {"UINT64", inference::TYPE_UINT64}, {"INT8", inference::TYPE_INT8},
+      {"INT16", inference::TYPE_INT16},   {"INT32", inference::TYPE_INT32},
+      {"INT64", inference::TYPE_INT64},   {"FP16", inference::TYPE_FP16},
+      {"FP32", inference::TYPE_FP32},     {"FP64", inference::TYPE_FP64},
+      {"BYTES", inference::TYPE_STRING},  {"BF16", inference::TYPE_BF16},
+  };
+  auto it = types.find(datatype);
+  return it == types.end() ? inference::TYPE_INVALID : it->second;
+}
+
+template <typename Tensor>
+void FillTensorMetadata(const TensorSpec& spec, const Manifest& m, Tensor* out) {
+  out->set_name(spec.name);
+  out->set_datatype(spec.datatype);
+  if (m.max_batch_size > 0) out->add_shape(-1);  // the protocol's metadata shows the batch dim
+  for (int64_t d : spec.shape) out->add_shape(d);
+}
+
+void SetDuration(uint64_t count, uint64_t ns, inference::StatisticDuration* d) {
+  d->set_count(count);
+  d->set_ns(ns);
+}
+
+}  // namespace
+
+void FillServerMetadata(inference::ServerMetadataResponse* response) {
+  response->set_name(kServerName);
+  response->set_version(kServerVersion);
+  for (const char* e : {"model_repository", "model_repository(unload_dependents)", "statistics"}) {
+    response->add_extensions(e);
+  }
+}
+
+void FillModelMetadata(const Model& model, const ModelManager& models,
+                       inference::ModelMetadataResponse* response) {
+  const Manifest& m = model.manifest();
+  response->set_name(m.name);
+  response->set_platform(m.platform);
+  response->add_versions(std::to_string(m.version));
+  for (const auto& status : models.Index()) {
+    if (status.name == m.name && status.version != m.version && status.version > 0) {
+      response->add_versions(std::to_string(status.version));
+    }
+  }
+  for (const auto& in : m.inputs) FillTensorMetadata(in, m, response->add_inputs());
+  for (const auto& out : m.outputs) FillTensorMetadata(out, m, response->add_outputs());
+}
+
+void FillModelConfig(const Model& model, inference::ModelConfigResponse* response) {
+  const Manifest& m = model.manifest();
+  inference::ModelConfig* c = response->mutable_config();
+  c->set_name(m.name);
+  c->set_platform(m.platform);
+  c->set_backend("manypy");
+  c->set_max_batch_size(static_cast<int32_t>(m.max_batch_size));
+  for (const auto& in : m.inputs) {
+    auto* i = c->add_input();
+    i->set_name(in.name);
+    i->set_data_type(ConfigDataType(in.datatype));
+    for (int64_t d : in.shape) i->add_dims(d);
+  }
+  for (const auto& out : m.outputs) {
+    auto* o = c->add_output();
+    o->set_name(out.name);
+    o->set_data_type(ConfigDataType(out.datatype));
+    for (int64_t d : out.shape) o->add_dims(d);
+  }
+  auto* group = c->add_instance_group();
+  group->set_name(m.name);
+  group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
+  const ModelSettings& settings = model.settings();
+  group->set_count(static_cast<int32_t>(settings.instance_count));
+  if (settings.dynamic_batching) {
+    auto* db = c->mutable_dynamic_batching();
+    for (int64_t b : settings.batching.preferred_batch_sizes) {
+      db->add_preferred_batch_size(static_cast<int32_t>(b));
+    }
+    db->set_max_queue_delay_microseconds(
+        static_cast<uint64_t>(settings.batching.max_queue_delay_microseconds));
+  }
+}
+
+void FillModelStatistics(const Model& model, inference::ModelStatistics* out) {
+  const InferenceStats& s = model.stats();
+  out->set_name(model.name());
+  out->set_version(std::to_string(model.version()));
+  out->set_last_inference(s.last_inference_ms);
+  out->set_inference_count(s.inference_count);
+  out->set_execution_count(s.execution_count);
+  auto* is = out->mutable_inference_stats();
+  SetDuration(s.success_count, s.success_ns, is->mutable_success());
+  SetDuration(s.fail_count, s.fail_ns, is->mutable_fail());
+  SetDuration(s.queue_count, s.queue_ns, is->mutable_queue());
+  SetDuration(s.success_count, s.compute_input_ns, is->mutable_compute_input());
+  SetDuration(s.success_count, s.compute_infer_ns, is->mutable_compute_infer());
+  SetDuration(s.success_count, s.compute_output_ns, is->mutable_compute_output());
+}
+
+void FillRepositoryIndex(const ModelManager& models, bool ready_only,
+                         inference::RepositoryIndexResponse* response) {
+  for (const auto& status : models.Index()) {
+    if (ready_only && status.state != ModelState::kReady) continue;
+    auto* m = response->add_models();
+    m->set_name(status.name);
+    if (status.version > 0) m->set_version(std::to_string(status.version));
+    m->set_state(ModelStateName(status.state));
+    m->set_reason(status.reason);
+  }
+}
+
+}  // namespace manypy

@@ -1,0 +1,298 @@
+#include "server/inference/dispatcher.h"
+
+#include <algorithm>
+
+#include "server/inference/batch_assembly.h"
+
+namespace manypy {
+namespace {
+
+constexpr auto kWatchdogPeriod = std::chrono::milliseconds(100);
+
+std::string Seconds(std::chrono::microseconds d) {
+  char text[32];
+  snprintf(text, sizeof(text), "%g", std::chrono::duration<double>(d).count());
+  return text;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(Options options) : options_(options) {
+  for (size_t slot = 0; slot < options_.slots; ++slot) {
+    workers_.emplace_back([this, slot] { Work(slot); });
+  }
+  watchdog_ = std::thread([this] { Watch(); });
+}
+
+Dispatcher::~Dispatcher() {
+  std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = draining_ = true;
+    for (auto& model : models_) {
+      for (auto& r : model->scheduler_->TakeAll()) left.emplace_back(model, std::move(r));
+    }
+  }
+  for (auto& [model, r] : left) {
+    FinishRequest(*model, std::move(r), Unavailable("the server is shutting down"), {}, 0);
+  }
+  work_cv_.notify_all();
+  watchdog_cv_.notify_all();
+  for (auto& w : workers_) w.join();
+  watchdog_.join();
+}
+
+void Dispatcher::Add(std::shared_ptr<ModelQueue> model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  models_.push_back(std::move(model));
+}
+
+void Dispatcher::Retire(const std::shared_ptr<ModelQueue>& model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  model->retired_ = true;
+  LeaveIfDrained(model);
+}
+
+bool Dispatcher::Drained(const ModelQueue& model) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return model.left_;
+}
+
+void Dispatcher::LeaveIfDrained(const std::shared_ptr<ModelQueue>& model) {
+  if (!model->retired_ || model->left_ || model->running_ > 0 || model->scheduler_->queued() > 0) {
+    return;
+  }
+  model->left_ = true;
+  auto it = std::find(models_.begin(), models_.end(), model);
+  if (it != models_.end()) {
+    size_t index = static_cast<size_t>(it - models_.begin());
+    models_.erase(it);
+    if (cursor_ > index) --cursor_;
+  }
+  idle_cv_.notify_all();
+}
+
+void Dispatcher::Submit(const std::shared_ptr<ModelQueue>& model, RequestPtr request) {
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining_) {
+      status = Unavailable("the server is shutting down");
+    } else if (model->left_) {  // a handle taken before the swap, used after the drain
+      status = Unavailable("model '" + model->manifest().name + "' version " +
+                           std::to_string(model->manifest().version) + " was unloaded");
+    } else {
+      Clock::time_point deadline = request->deadline;
+      status = model->scheduler_->Enqueue(&request);
+      if (status.ok() && deadline < watchdog_wake_) watchdog_cv_.notify_one();
+    }
+  }
+  if (!status.ok()) {
+    FinishRequest(*model, std::move(request), status, {}, 0);
+    return;
+  }
+  work_cv_.notify_one();
+}
+
+Dispatcher::ExecutionPtr Dispatcher::FindWork(
+    Clock::time_point now, Clock::time_point* wake,
+    std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>>* expired) {
+  // Round robin from the model after the last one served: a hot model cannot
+  // starve a cold one.
+  for (size_t n = 0; n < models_.size(); ++n) {
+    size_t index = (cursor_ + n) % models_.size();
+    const std::shared_ptr<ModelQueue>& model = models_[index];
+    if (model->running_ >= model->limits().instance_count) continue;
+    std::vector<RequestPtr> gone;
+    Clock::time_point ignored = Clock::time_point::max();
+    model->scheduler_->Expire(now, &gone, &ignored);
+    for (auto& r : gone) expired->emplace_back(model, std::move(r));
+    std::vector<RequestPtr> batch = model->scheduler_->Next(now, model->running_ == 0, wake);
+    if (batch.empty()) continue;
+    cursor_ = (index + 1) % models_.size();
+    auto execution = std::make_shared<Execution>();
+    execution->model = model;
+    execution->requests = std::move(batch);
+    return execution;
+  }
+  return nullptr;
+}
+
+void Dispatcher::Work(size_t slot) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    Clock::time_point now = Clock::now();
+    Clock::time_point wake = Clock::time_point::max();
+    std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>> expired;
+    ExecutionPtr execution = FindWork(now, &wake, &expired);
+    if (!expired.empty()) {
+      lock.unlock();
+      for (auto& [model, r] : expired) Expire(*model, std::move(r));
+      lock.lock();
+      for (auto& [model, r] : expired) LeaveIfDrained(model);
+      if (execution == nullptr) continue;
+    }
+    if (execution == nullptr) {
+      if (stopping_) return;
+      if (draining_ && running_.empty() && std::all_of(models_.begin(), models_.end(), [](auto& m) {
+            return m->scheduler_->queued() == 0;
+          })) {
+        idle_cv_.notify_all();
+      }
+      if (wake == Clock::time_point::max()) {
+        work_cv_.wait(lock);
+      } else {
+        work_cv_.wait_until(lock, wake);
+      }
+      continue;
+    }
+    ModelQueue& model = *execution->model;
+    model.running_++;
+    execution->started = now;
+    if (model.limits().max_execution.count() > 0) {
+      execution->interrupt_at = now + model.limits().max_execution;
+      if (execution->interrupt_at < watchdog_wake_) watchdog_cv_.notify_one();
+    }
+    running_.insert(execution);
+    lock.unlock();
+    Run(slot, *execution);
+    lock.lock();
+    running_.erase(execution);
+    model.running_--;
+    LeaveIfDrained(execution->model);
+    work_cv_.notify_one();  // a model at its instance limit may run again
+  }
+}
+
+void Dispatcher::Run(size_t slot, Execution& execution) {
+  ModelQueue& model = *execution.model;
+  const Manifest& m = model.manifest();
+  int64_t rows = 0;
+  for (auto& r : execution.requests) {
+    r->times.started = execution.started;
+    rows += r->batch_rows;
+  }
+  std::vector<Value> inputs = JoinInputs(execution.requests);
+  StatusOr<std::vector<Value>> outputs = model.executable().Run(slot, inputs, &execution.hook);
+  inputs.clear();
+  Clock::time_point computed = Clock::now();
+  RecordExecution(model, rows);
+
+  Status status = outputs.ok() ? Status::Ok() : outputs.status();
+  if (execution.hook.fired()) {
+    status = {StatusCode::kDeadlineExceeded,
+              "model '" + m.name + "' ran longer than its execution limit of " +
+                  Seconds(model.limits().max_execution) + " s and was interrupted"};
+  }
+  std::vector<std::vector<Value>> split;
+  if (status.ok()) status = SplitOutputs(m, execution.requests, std::move(*outputs), &split);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (execution.answered) return;  // by Abandon
+    execution.answered = true;       // from here on, only this thread answers
+  }
+  for (size_t i = 0; i < execution.requests.size(); ++i) {
+    execution.requests[i]->times.computed = computed;
+    FinishRequest(model, std::move(execution.requests[i]), status,
+                  status.ok() ? std::move(split[i]) : std::vector<Value>{}, rows);
+  }
+}
+
+void Dispatcher::Expire(const ModelQueue& model, RequestPtr request) {
+  bool cancelled = request->cancelled && request->cancelled();
+  Clock::time_point now = Clock::now();
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - request->times.prepared);
+  Status status{StatusCode::kDeadlineExceeded,
+                cancelled ? "the client cancelled its request to model '" + model.manifest().name +
+                                "' before it ran"
+                          : "the deadline of the request to model '" + model.manifest().name +
+                                "' passed after " + std::to_string(waited.count()) +
+                                " ms in its queue; it was not run"};
+  FinishRequest(model, std::move(request), status, {}, 0);
+}
+
+void Dispatcher::Watch() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    Clock::time_point now = Clock::now();
+    Clock::time_point wake = now + kWatchdogPeriod;
+    std::vector<ExecutionPtr> overdue;
+    for (const auto& e : running_) {
+      if (e->answered) continue;
+      if (now >= e->interrupt_at) {
+        overdue.push_back(e);
+        e->interrupt_at = now + options_.reinterrupt_interval;
+      }
+      wake = std::min(wake, e->interrupt_at);
+    }
+    std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>> expired;
+    for (const auto& model : models_) {
+      std::vector<RequestPtr> gone;
+      model->scheduler_->Expire(now, &gone, &wake);
+      for (auto& r : gone) expired.emplace_back(model, std::move(r));
+    }
+    if (!overdue.empty() || !expired.empty()) {
+      lock.unlock();
+      for (auto& e : overdue) e->hook.Fire();  // asynchronous: takes no GIL here
+      for (auto& [model, r] : expired) Expire(*model, std::move(r));
+      lock.lock();
+      for (auto& [model, r] : expired) LeaveIfDrained(model);
+      continue;
+    }
+    watchdog_wake_ = wake;
+    watchdog_cv_.wait_until(lock, wake);
+    watchdog_wake_ = Clock::time_point::min();  // awake: Submit need not notify
+  }
+}
+
+bool Dispatcher::Drain(Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  draining_ = true;
+  work_cv_.notify_all();
+  return idle_cv_.wait_until(lock, deadline, [this] {
+    return running_.empty() && std::all_of(models_.begin(), models_.end(), [](auto& m) {
+             return m->scheduler_->queued() == 0;
+           });
+  });
+}
+
+size_t Dispatcher::Abandon() {
+  std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>> queued;
+  std::vector<ExecutionPtr> stuck;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_ = true;
+    for (auto& model : models_) {
+      for (auto& r : model->scheduler_->TakeAll()) queued.emplace_back(model, std::move(r));
+    }
+    for (const auto& e : running_) {
+      if (e->answered) continue;
+      e->answered = true;
+      stuck.push_back(e);
+    }
+  }
+  Status gone = Unavailable("the server shut down before the request could finish");
+  for (auto& [model, r] : queued) FinishRequest(*model, std::move(r), gone, {}, 0);
+  for (auto& e : stuck) {
+    for (auto& r : e->requests) {
+      // The worker may still read the inputs; replying touches only the frontend's side.
+      e->model->stats().fail_count++;
+      r->reply({StatusCode::kUnavailable, "model '" + e->model->manifest().name +
+                                              "' was still running the request when the "
+                                              "server shut down"});
+    }
+  }
+  return stuck.size();
+}
+
+size_t Dispatcher::queued(const ModelQueue& model) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return model.scheduler_->queued();
+}
+
+size_t Dispatcher::running(const ModelQueue& model) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return model.running_;
+}
+
+}  // namespace manypy

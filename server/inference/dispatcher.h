@@ -1,0 +1,96 @@
+// Dispatcher: the Schedule and Execute stages. One worker thread per
+// interpreter slot takes work from the models that have some, in turn, within
+// each model's instance_count; a watchdog thread expires queued requests whose
+// deadline passed and interrupts calls that run past their model's execution
+// limit. Thread-safe. Lock order: mu_ before any InterruptHook's lock; no
+// GIL is taken under mu_.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "server/inference/model_queue.h"
+
+namespace manypy {
+
+class Dispatcher {
+ public:
+  struct Options {
+    size_t slots = 1;  ///< interpreters, one worker each
+    /// A call still running after its interrupt is interrupted again this often
+    /// (a model may catch the first one).
+    std::chrono::milliseconds reinterrupt_interval{1000};
+  };
+
+  explicit Dispatcher(Options options);
+  /// Answers whatever is still queued UNAVAILABLE and joins the threads. No
+  /// call may be stuck (Drain first; after a failed Drain, Abandon and exit).
+  ~Dispatcher();
+
+  /// Starts dispatching `model`'s requests.
+  void Add(std::shared_ptr<ModelQueue> model);
+  /// `model` is being replaced or unloaded: it still takes requests from
+  /// handles taken before (a reload fails no request) and leaves once
+  /// nothing is queued or running; after that it refuses them (UNAVAILABLE).
+  /// `Drained` tells when it has left.
+  void Retire(const std::shared_ptr<ModelQueue>& model);
+  bool Drained(const ModelQueue& model) const;
+
+  /// Hands a prepared request to its model's scheduler. When it cannot be
+  /// queued (queue full: RESOURCE_EXHAUSTED; retired model or shutting down:
+  /// UNAVAILABLE) it is finished at once with that error.
+  void Submit(const std::shared_ptr<ModelQueue>& model, RequestPtr request);
+
+  /// Shutdown: refuses new requests, then waits until nothing is queued or
+  /// running, at most until `deadline`. Returns whether everything drained.
+  bool Drain(Clock::time_point deadline);
+  /// Answers every queued and running request UNAVAILABLE (the server gives
+  /// up on them); a running call that returns later is not answered again.
+  /// Returns how many calls were still running.
+  size_t Abandon();
+
+  size_t queued(const ModelQueue& model) const;
+  size_t running(const ModelQueue& model) const;
+
+ private:
+  struct Execution {
+    std::shared_ptr<ModelQueue> model;
+    std::vector<RequestPtr> requests;
+    InterruptHook hook;
+    Clock::time_point started;
+    Clock::time_point interrupt_at = Clock::time_point::max();  // guarded by mu_
+    bool interrupted = false;                                   // guarded by mu_
+    bool answered = false;  // guarded by mu_: by the worker, or by Abandon
+  };
+  using ExecutionPtr = std::shared_ptr<Execution>;
+
+  void Work(size_t slot);
+  void Watch();
+  void Run(size_t slot, Execution& execution);
+  /// The next execution any free worker may start, or null; REQUIRES: mu_.
+  /// Expired requests found on the way go to `expired`.
+  ExecutionPtr FindWork(Clock::time_point now, Clock::time_point* wake,
+                        std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>>* expired);
+  void LeaveIfDrained(const std::shared_ptr<ModelQueue>& model);  // REQUIRES: mu_
+  static void Expire(const ModelQueue& model, RequestPtr request);
+
+  const Options options_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;      // work may be available
+  std::condition_variable watchdog_cv_;  // a deadline may have moved earlier
+  std::condition_variable idle_cv_;      // a model drained / everything idle
+  std::vector<std::shared_ptr<ModelQueue>> models_;  // guarded by mu_; dispatch order
+  size_t cursor_ = 0;                                // guarded by mu_: next model to serve
+  std::set<ExecutionPtr> running_;                   // guarded by mu_
+  Clock::time_point watchdog_wake_;                  // guarded by mu_
+  bool draining_ = false;                            // guarded by mu_
+  bool stopping_ = false;                            // guarded by mu_
+  std::vector<std::thread> workers_;
+  std::thread watchdog_;
+};
+
+}  // namespace manypy

@@ -1,0 +1,55 @@
+// Executable: what the dispatcher runs, one loaded model version callable on
+// any interpreter slot (a Python model in the pool; a fake in unit tests),
+// and InterruptHook, how a running call is stopped. Thread-safe.
+#pragma once
+
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "common/status.h"
+#include "interpreters/value.h"
+
+namespace manypy {
+
+/// Connects a running call to the watchdog that may stop it. The executable
+/// arms it with how to interrupt the call while it runs; the watchdog fires it.
+class InterruptHook {
+ public:
+  void Arm(std::function<void()> interrupt) {
+    std::lock_guard<std::mutex> lock(mu_);
+    interrupt_ = std::move(interrupt);
+  }
+  void Disarm() {
+    std::lock_guard<std::mutex> lock(mu_);
+    interrupt_ = nullptr;
+  }
+  /// Interrupts the call if it is armed (again, if called again).
+  void Fire() {
+    std::lock_guard<std::mutex> lock(mu_);
+    fired_ = true;
+    if (interrupt_) interrupt_();
+  }
+  bool fired() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fired_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::function<void()> interrupt_;  // guarded by mu_
+  bool fired_ = false;               // guarded by mu_
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  /// Calls the model once on interpreter slot `slot` with `inputs` in
+  /// manifest order; returns its outputs in manifest order. Blocks. A model
+  /// failure is INTERNAL naming the model and the exception. While the call
+  /// can be interrupted, `hook` is armed.
+  virtual StatusOr<std::vector<Value>> Run(size_t slot, const std::vector<Value>& inputs,
+                                           InterruptHook* hook) = 0;
+};
+
+}  // namespace manypy

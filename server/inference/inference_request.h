@@ -1,0 +1,51 @@
+// InferenceRequest and InferenceResult: one request on its way through the
+// transport-neutral pipeline (Prepare -> Schedule -> Execute -> Finish).
+// Plain data; a request is owned by exactly one stage at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "interpreters/value.h"
+
+namespace manypy {
+
+using Clock = std::chrono::steady_clock;
+
+/// Where a request's time went (for statistics and metrics).
+struct RequestTimes {
+  Clock::time_point received;  ///< the frontend got it
+  Clock::time_point prepared;  ///< decoded and handed to the scheduler
+  Clock::time_point started;   ///< its batch began executing
+  Clock::time_point computed;  ///< its batch returned
+  Clock::time_point finished;  ///< outputs checked, about to reply
+};
+
+struct InferenceRequest {
+  std::string id;
+  /// The model's positional arguments in manifest order: tensors, or nested
+  /// lists of bytes for BYTES inputs. With batching, dim 0 is the batch.
+  std::vector<Value> inputs;
+  /// Rows along dim 0 (1 when the model takes no batch dimension).
+  int64_t batch_rows = 1;
+  /// Each input's shape without the batch dimension: requests batch together
+  /// only when these are equal.
+  std::vector<std::vector<int64_t>> item_shapes;
+  /// The client's deadline, else the model's default timeout, else max().
+  Clock::time_point deadline = Clock::time_point::max();
+  /// Optional: whether the client gave up (checked before running).
+  std::function<bool()> cancelled;
+  /// Finish, called once from any thread: `encode` turns the model's outputs
+  /// (this request's rows, manifest order) into the frontend's response
+  /// (INTERNAL, naming the output, when they break the manifest); `reply`
+  /// then answers the client with the final status.
+  std::function<Status(std::vector<Value>& outputs)> encode;
+  std::function<void(const Status& status)> reply;
+  RequestTimes times;
+};
+
+}  // namespace manypy

@@ -1,0 +1,60 @@
+// ModelQueue: one loaded model version as the Dispatcher sees it: its
+// scheduler, how to run it, its limits and its statistics. The scheduler and
+// the counters are guarded by the Dispatcher's lock; the rest is constant.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "package_format/manifest.h"
+#include "server/inference/executable.h"
+#include "server/inference/inference_stats.h"
+#include "server/inference/scheduler.h"
+
+namespace manypy {
+
+struct ModelLimits {
+  /// Interpreters that may run this model at the same time (>= 1).
+  size_t instance_count = 1;
+  /// A call running longer is interrupted; zero: no limit.
+  std::chrono::microseconds max_execution{std::chrono::seconds(60)};
+};
+
+class ModelQueue {
+ public:
+  ModelQueue(Manifest manifest, ModelLimits limits, std::unique_ptr<Scheduler> scheduler,
+             std::shared_ptr<Executable> executable)
+      : manifest_(std::move(manifest)),
+        limits_(limits),
+        executable_(std::move(executable)),
+        scheduler_(std::move(scheduler)) {}
+
+  const Manifest& manifest() const { return manifest_; }
+  const ModelLimits& limits() const { return limits_; }
+  Executable& executable() const { return *executable_; }
+  InferenceStats& stats() const { return stats_; }
+
+ private:
+  friend class Dispatcher;
+  const Manifest manifest_;
+  const ModelLimits limits_;
+  const std::shared_ptr<Executable> executable_;
+  mutable InferenceStats stats_;
+
+  // Guarded by the Dispatcher's mu_.
+  std::unique_ptr<Scheduler> scheduler_;
+  size_t running_ = 0;    // executions in progress
+  bool retired_ = false;  // takes no new requests; leaves once drained
+  bool left_ = false;     // retired and drained: no longer dispatched
+};
+
+/// The Finish stage, the one place where requests are counted: encodes the
+/// outputs (when `status` is OK) through the request's frontend, records the
+/// request in the model's statistics, then replies.
+void FinishRequest(const ModelQueue& model, RequestPtr request, Status status,
+                   std::vector<Value> outputs, int64_t batch_rows);
+
+/// Records one execution of `rows` batch rows.
+void RecordExecution(const ModelQueue& model, int64_t rows);
+
+}  // namespace manypy

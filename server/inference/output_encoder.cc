@@ -1,0 +1,171 @@
+#include "server/inference/output_encoder.h"
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <limits>
+
+#include "server/inference/datatypes.h"
+#include "server/inference/shape_check.h"
+
+namespace manypy {
+namespace {
+
+using inference::InferTensorContents;
+
+// A model result that breaks its manifest is the model's fault: INTERNAL.
+Status ModelFault(const Status& s) { return Internal("model output invalid: " + s.message()); }
+
+bool IsList(const Value& v) { return v.kind() == Value::Kind::kList || v.kind() == Value::Kind::kTuple; }
+
+// Flattens a BYTES output (nested lists of bytes or str) whose shape, taken
+// from the first element at each depth, is `shape`; ragged nesting is an error.
+Status FlattenBytes(const std::string& what, const Value& v, size_t dim,
+                    const std::vector<int64_t>& shape, std::vector<std::string>* out) {
+  if (dim == shape.size()) {
+    if (v.kind() == Value::Kind::kBytes) out->push_back(v.to_bytes());
+    else if (v.kind() == Value::Kind::kStr) out->push_back(v.to_str());
+    else return Internal(what + ": BYTES elements must be bytes or str, got " + KindName(v.kind()));
+    return Status::Ok();
+  }
+  if (!IsList(v) || static_cast<int64_t>(v.items().size()) != shape[dim]) {
+    return Internal(what + ": BYTES output is not a regular nesting of lists");
+  }
+  for (const auto& item : v.items()) MANYPY_RETURN_IF_ERROR(FlattenBytes(what, item, dim + 1, shape, out));
+  return Status::Ok();
+}
+
+std::vector<int64_t> BytesShape(const Value& v) {
+  std::vector<int64_t> shape;
+  for (const Value* p = &v; IsList(*p); p = &p->items()[0]) {
+    shape.push_back(static_cast<int64_t>(p->items().size()));
+    if (p->items().empty()) break;
+  }
+  return shape;
+}
+
+template <typename Wire, typename Torch>
+Status NarrowUnsigned(const std::string& what, const at::Tensor& t, std::string* raw) {
+  at::Tensor src = t.to(c10::CppTypeToScalarType<Torch>::value);
+  raw->resize(t.numel() * sizeof(Wire));
+  const Torch* p = src.data_ptr<Torch>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (p[i] < 0 || static_cast<uint64_t>(p[i]) > std::numeric_limits<Wire>::max()) {
+      return Internal(what + " element " + std::to_string(i) + " is out of range for its datatype");
+    }
+    Wire w = static_cast<Wire>(p[i]);
+    memcpy(raw->data() + i * sizeof(Wire), &w, sizeof(Wire));
+  }
+  return Status::Ok();
+}
+
+Status TensorToRaw(const std::string& what, const std::string& dt, const at::Tensor& tensor,
+                   std::string* raw) {
+  c10::ScalarType expected;
+  TorchTypeFor(dt, &expected);
+  bool unsigned_wide = dt == "UINT16" || dt == "UINT32" || dt == "UINT64";
+  if (tensor.scalar_type() != expected && !(unsigned_wide && c10::isIntegralType(tensor.scalar_type(), false))) {
+    return Internal(what + " is a " + std::string(c10::toString(tensor.scalar_type())) +
+                    " tensor, the manifest declares " + dt);
+  }
+  at::Tensor t = tensor.contiguous();
+  if (dt == "UINT16") return NarrowUnsigned<uint16_t, int64_t>(what, t, raw);
+  if (dt == "UINT32") return NarrowUnsigned<uint32_t, int64_t>(what, t, raw);
+  if (dt == "UINT64") return NarrowUnsigned<uint64_t, int64_t>(what, t, raw);
+  raw->assign(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size());
+  return Status::Ok();
+}
+
+template <typename Wire, typename Field>
+void UnpackInto(const std::string& raw, Field* field) {
+  for (size_t pos = 0; pos + sizeof(Wire) <= raw.size(); pos += sizeof(Wire)) {
+    Wire w;
+    memcpy(&w, raw.data() + pos, sizeof(Wire));
+    field->Add(w);
+  }
+}
+
+void RawToTyped(const std::string& dt, const std::string& raw, InferTensorContents* c) {
+  if (dt == "BOOL") UnpackInto<bool>(raw, c->mutable_bool_contents());
+  else if (dt == "INT8") UnpackInto<int8_t>(raw, c->mutable_int_contents());
+  else if (dt == "INT16") UnpackInto<int16_t>(raw, c->mutable_int_contents());
+  else if (dt == "INT32") UnpackInto<int32_t>(raw, c->mutable_int_contents());
+  else if (dt == "INT64") UnpackInto<int64_t>(raw, c->mutable_int64_contents());
+  else if (dt == "UINT8") UnpackInto<uint8_t>(raw, c->mutable_uint_contents());
+  else if (dt == "UINT16") UnpackInto<uint16_t>(raw, c->mutable_uint_contents());
+  else if (dt == "UINT32") UnpackInto<uint32_t>(raw, c->mutable_uint_contents());
+  else if (dt == "UINT64") UnpackInto<uint64_t>(raw, c->mutable_uint64_contents());
+  else if (dt == "FP32") UnpackInto<float>(raw, c->mutable_fp32_contents());
+  else if (dt == "FP64") UnpackInto<double>(raw, c->mutable_fp64_contents());
+}
+
+bool WantsTyped(const inference::ModelInferRequest::InferRequestedOutputTensor& o) {
+  auto it = o.parameters().find("binary_data");
+  return it != o.parameters().end() && it->second.parameter_choice_case() ==
+                                           inference::InferParameter::kBoolParam &&
+         !it->second.bool_param();
+}
+
+}  // namespace
+
+Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
+                     const inference::ModelInferRequest& request,
+                     inference::ModelInferResponse* response) {
+  std::vector<size_t> order;
+  bool typed = request.outputs_size() > 0;
+  for (const auto& requested : request.outputs()) {
+    size_t k = 0;
+    while (k < m.outputs.size() && m.outputs[k].name != requested.name()) ++k;
+    if (k == m.outputs.size()) {
+      return InvalidArgument("model '" + m.name + "' has no output named '" + requested.name() + "'");
+    }
+    order.push_back(k);
+    typed &= WantsTyped(requested) && m.outputs[k].datatype != "FP16" && m.outputs[k].datatype != "BF16";
+  }
+  if (order.empty()) {
+    for (size_t k = 0; k < m.outputs.size(); ++k) order.push_back(k);
+  }
+  if (outputs.size() != m.outputs.size()) {
+    return Internal("model returned " + std::to_string(outputs.size()) + " outputs, manifest declares " +
+                    std::to_string(m.outputs.size()));
+  }
+  for (size_t k : order) {
+    const TensorSpec& spec = m.outputs[k];
+    std::string what = "output '" + spec.name + "'";
+    auto* out = response->add_outputs();
+    out->set_name(spec.name);
+    out->set_datatype(spec.datatype);
+    std::vector<int64_t> shape;
+    std::string raw;
+    if (spec.datatype == "BYTES") {
+      std::vector<std::string> items;
+      shape = BytesShape(outputs[k]);
+      MANYPY_RETURN_IF_ERROR(FlattenBytes(what, outputs[k], 0, shape, &items));
+      for (const auto& item : items) {
+        if (typed) {
+          out->mutable_contents()->add_bytes_contents(item);
+          continue;
+        }
+        uint32_t n = static_cast<uint32_t>(item.size());
+        raw.append(reinterpret_cast<const char*>(&n), 4).append(item);
+      }
+    } else {
+      if (outputs[k].kind() != Value::Kind::kTensor) {
+        return Internal(what + ": the model returned a " + std::string(KindName(outputs[k].kind())) +
+                        ", not a tensor");
+      }
+      const at::Tensor& t = outputs[k].to_tensor();
+      shape.assign(t.sizes().begin(), t.sizes().end());
+      MANYPY_RETURN_IF_ERROR(TensorToRaw(what, spec.datatype, t, &raw));
+      if (typed) RawToTyped(spec.datatype, raw, out->mutable_contents());
+    }
+    int64_t numel;
+    Status shape_ok = CheckShape(what, shape, spec, m, &numel);
+    if (!shape_ok.ok()) return ModelFault(shape_ok);
+    for (int64_t d : shape) out->add_shape(d);
+    if (!typed) response->add_raw_output_contents(std::move(raw));
+  }
+  return Status::Ok();
+}
+
+}  // namespace manypy

@@ -1,0 +1,45 @@
+#include "server/inference/prepare.h"
+
+#include "server/inference/input_decoder.h"
+
+namespace manypy {
+
+Status PrepareRequest(const inference::ModelInferRequest& wire, const Manifest& m,
+                      std::chrono::microseconds timeout, Clock::time_point client_deadline,
+                      InferenceRequest* out) {
+  out->id = wire.id();
+  for (const auto& requested : wire.outputs()) {
+    bool known = false;
+    for (const auto& spec : m.outputs) known |= spec.name == requested.name();
+    if (!known) {
+      return InvalidArgument("model '" + m.name + "' has no output named '" + requested.name() + "'");
+    }
+  }
+  MANYPY_RETURN_IF_ERROR(DecodeInputs(wire, m, &out->inputs));
+  // Every input's batch dimension was checked against the manifest; they must agree.
+  out->batch_rows = 1;
+  out->item_shapes.clear();
+  for (size_t k = 0; k < m.inputs.size(); ++k) {
+    int i = 0;
+    while (wire.inputs(i).name() != m.inputs[k].name) ++i;
+    const auto& shape = wire.inputs(i).shape();
+    std::vector<int64_t> item(shape.begin(), shape.end());
+    if (m.max_batch_size > 0) {
+      if (k == 0) out->batch_rows = item[0];
+      if (item[0] != out->batch_rows) {
+        return InvalidArgument("input '" + m.inputs[k].name + "' has batch size " +
+                               std::to_string(item[0]) + ", input '" + m.inputs[0].name +
+                               "' has " + std::to_string(out->batch_rows) + "; they must agree");
+      }
+      item.erase(item.begin());
+    }
+    out->item_shapes.push_back(std::move(item));
+  }
+  out->deadline = client_deadline;
+  if (timeout.count() > 0 && out->times.received + timeout < out->deadline) {
+    out->deadline = out->times.received + timeout;
+  }
+  return Status::Ok();
+}
+
+}  // namespace manypy

@@ -1,0 +1,60 @@
+// Scheduler: the bounded queue of one loaded model version and how it forms
+// executions from it. FifoScheduler runs one request per call;
+// BatchingScheduler concatenates compatible requests. Not thread-safe: the
+// Dispatcher calls every method under its lock.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "server/inference/inference_request.h"
+
+namespace manypy {
+
+using RequestPtr = std::unique_ptr<InferenceRequest>;
+
+class Scheduler {
+ public:
+  /// `model` names the model in error messages.
+  Scheduler(std::string model, size_t max_queue_size)
+      : model_(std::move(model)), max_queue_size_(max_queue_size) {}
+  virtual ~Scheduler() = default;
+
+  /// Queues `*request` (moving from it). RESOURCE_EXHAUSTED naming the model
+  /// and the limit when max_queue_size requests are queued already; then
+  /// `*request` is left as it was.
+  Status Enqueue(RequestPtr* request);
+
+  /// The requests to run as one execution now, or none if none should start
+  /// yet; then `*wake` is lowered to when one might. `model_idle`: no
+  /// execution of this model is running.
+  virtual std::vector<RequestPtr> Next(Clock::time_point now, bool model_idle,
+                                       Clock::time_point* wake) = 0;
+
+  /// Moves out the requests whose deadline has passed or whose client gave
+  /// up; lowers `*wake` to the earliest deadline still queued.
+  void Expire(Clock::time_point now, std::vector<RequestPtr>* expired, Clock::time_point* wake);
+
+  /// Moves out everything queued.
+  std::vector<RequestPtr> TakeAll();
+
+  size_t queued() const { return queue_.size(); }
+  size_t max_queue_size() const { return max_queue_size_; }
+
+ protected:
+  const std::string model_;
+  const size_t max_queue_size_;
+  std::deque<RequestPtr> queue_;  // oldest first
+};
+
+class FifoScheduler final : public Scheduler {
+ public:
+  using Scheduler::Scheduler;
+  std::vector<RequestPtr> Next(Clock::time_point now, bool model_idle,
+                               Clock::time_point* wake) override;
+};
+
+}  // namespace manypy

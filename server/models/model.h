@@ -1,0 +1,57 @@
+// Model: a short-lived, ref-counted handle on one loaded model version: its
+// manifest and settings, where it came from, its statistics, and Infer, the
+// way into its scheduler. Thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "server/inference/dispatcher.h"
+#include "server/models/model_settings.h"
+
+namespace manypy {
+
+struct LoadTimes {
+  double load_seconds = 0;    ///< opening, validating and loading into every interpreter
+  double warmup_seconds = 0;  ///< warm-up runs on every instance
+};
+
+class Model {
+ public:
+  Model(std::string path, ModelSettings settings, LoadTimes times,
+        std::shared_ptr<ModelQueue> queue, Dispatcher* dispatcher)
+      : path_(std::move(path)),
+        settings_(std::move(settings)),
+        times_(times),
+        queue_(std::move(queue)),
+        dispatcher_(dispatcher) {}
+
+  const Manifest& manifest() const { return queue_->manifest(); }
+  const std::string& name() const { return manifest().name; }
+  int64_t version() const { return manifest().version; }
+  const std::string& path() const { return path_; }
+  const ModelSettings& settings() const { return settings_; }
+  const LoadTimes& load_times() const { return times_; }
+  InferenceStats& stats() const { return queue_->stats(); }
+  size_t queued() const { return dispatcher_->queued(*queue_); }
+
+  /// Schedule -> Execute -> Finish for a prepared request: it is answered
+  /// through its own callbacks, from a worker thread, or at once (from this
+  /// thread) when it cannot be queued.
+  void Infer(RequestPtr request) const { dispatcher_->Submit(queue_, std::move(request)); }
+  /// Answers a request that failed Prepare, counting it as failed.
+  void Reject(RequestPtr request, const Status& status) const {
+    FinishRequest(*queue_, std::move(request), status, {}, 0);
+  }
+
+  const std::shared_ptr<ModelQueue>& queue() const { return queue_; }
+
+ private:
+  const std::string path_;
+  const ModelSettings settings_;
+  const LoadTimes times_;
+  const std::shared_ptr<ModelQueue> queue_;
+  Dispatcher* const dispatcher_;
+};
+
+}  // namespace manypy

@@ -1,0 +1,228 @@
+#include "server/models/model_manager.h"
+
+#include "server/inference/batching_scheduler.h"
+#include "server/log.h"
+#include "server/models/packaged_model.h"
+#include "server/models/warmup.h"
+
+namespace manypy {
+
+const char* ModelStateName(ModelState state) {
+  switch (state) {
+    case ModelState::kLoading: return "LOADING";
+    case ModelState::kReady: return "READY";
+    case ModelState::kUnloading: return "UNLOADING";
+    case ModelState::kUnavailable: return "UNAVAILABLE";
+  }
+  return "UNKNOWN";
+}
+
+namespace {
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string Fixed(double v) {
+  char text[32];
+  snprintf(text, sizeof(text), "%.2f", v);
+  return text;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(InterpreterPool* pool,
+                                                            Dispatcher* dispatcher,
+                                                            Options options) {
+  std::unique_ptr<ModelManager> manager(new ModelManager(pool, dispatcher, std::move(options)));
+  manager->retirer_ = std::thread([m = manager.get()] { m->UnloadRetired(); });
+  auto entries = manager->repository_.Scan();
+  if (!entries.ok()) return entries.status();
+  std::vector<std::string> names = manager->options_.startup_models;
+  if (!manager->options_.explicit_control) {
+    for (const auto& e : *entries) {
+      if (names.empty() || names.back() != e.name) names.push_back(e.name);
+    }
+  }
+  for (const auto& name : names) manager->Load(name);  // failures are in the index
+  return manager;
+}
+
+Status ModelManager::Load(const std::string& name) {
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  auto entry = repository_.Latest(name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!entry.ok()) {
+      // A name the repository does not have gets no entry: it stays NOT_FOUND.
+      auto it = models_.find(name);
+      if (it != models_.end() && it->second.serving == nullptr) {
+        it->second.status = {name, 0, ModelState::kUnavailable, entry.status().message()};
+      }
+      return entry.status();
+    }
+    Slot& slot = models_[name];
+    // A reloading model keeps serving its current version meanwhile.
+    if (slot.serving == nullptr) slot.status = {name, entry->version, ModelState::kLoading, ""};
+  }
+  // Loading runs Python in every interpreter: never under mu_.
+  auto loaded = LoadVersion(*entry);
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot& slot = models_[name];
+  if (!loaded.ok()) {
+    Log(LogLevel::kWarning, "loading model " + name + " failed: " + loaded.status().message());
+    if (slot.serving == nullptr) {
+      slot.status = {name, entry->version, ModelState::kUnavailable, loaded.status().message()};
+    }
+    return loaded.status();
+  }
+  if (slot.serving != nullptr) Retire(std::move(slot.serving));  // drains, then unloads
+  slot.serving = std::move(*loaded);
+  slot.status = {name, entry->version, ModelState::kReady, ""};
+  return Status::Ok();
+}
+
+Status ModelManager::Unload(const std::string& name) {
+  std::lock_guard<std::mutex> load_lock(load_mu_);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end() || it->second.serving == nullptr) {
+    return NotFound("model '" + name + "' is not loaded");
+  }
+  Retire(std::move(it->second.serving));
+  it->second.status.state = ModelState::kUnavailable;
+  it->second.status.reason = "unloaded";
+  Log(LogLevel::kVerbose, "model " + name + " unloaded");
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<Model>> ModelManager::Get(const std::string& name,
+                                                           const std::string& version) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return NotFound("unknown model '" + name + "'");
+  const Slot& slot = it->second;
+  if (slot.serving == nullptr) {
+    return Unavailable("model '" + name + "' is not ready (" +
+                       ModelStateName(slot.status.state) +
+                       (slot.status.reason.empty() ? "" : ": " + slot.status.reason) + ")");
+  }
+  if (!version.empty() && version != "-1" && version != std::to_string(slot.serving->version())) {
+    return NotFound("model '" + name + "' has no version '" + version + "' loaded (serving version " +
+                    std::to_string(slot.serving->version()) + ")");
+  }
+  return slot.serving;
+}
+
+std::vector<ModelStatus> ModelManager::Index() const {
+  std::map<std::pair<std::string, int64_t>, ModelStatus> out;
+  auto entries = repository_.Scan();
+  if (entries.ok()) {
+    for (const auto& e : *entries) {
+      ModelStatus s{e.name, e.version, ModelState::kUnavailable, e.error.ok() ? "" : e.error.message()};
+      out[{e.name, e.version}] = s;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, slot] : models_) out[{name, slot.status.version}] = slot.status;
+  std::vector<ModelStatus> list;
+  for (auto& [key, status] : out) list.push_back(std::move(status));
+  return list;
+}
+
+std::vector<std::shared_ptr<Model>> ModelManager::ReadyModels() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<Model>> out;
+  for (const auto& [name, slot] : models_) {
+    if (slot.serving != nullptr) out.push_back(slot.serving);
+  }
+  return out;
+}
+
+StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry& entry) {
+  Clock::time_point start = Clock::now();
+  auto loaded = PackagedModel::Load(pool_, entry.path);
+  if (!loaded.ok()) return loaded.status();
+  std::shared_ptr<PackagedModel> executable = std::move(*loaded);
+  const Manifest& m = executable->manifest();
+  auto settings = ResolveModelSettings(m, options_.serving, pool_->size());
+  if (!settings.ok()) return settings.status();
+  LoadTimes times;
+  times.load_seconds = SecondsSince(start);
+  Clock::time_point warm_start = Clock::now();
+  MANYPY_RETURN_IF_ERROR(WarmUp(*executable, m, pool_->size(), settings->warmup_runs));
+  times.warmup_seconds = SecondsSince(warm_start);
+
+  std::unique_ptr<Scheduler> scheduler;
+  if (settings->dynamic_batching) {
+    scheduler = std::make_unique<BatchingScheduler>(m.name, settings->max_queue_size,
+                                                    m.max_batch_size, settings->batching);
+  } else {
+    scheduler = std::make_unique<FifoScheduler>(m.name, settings->max_queue_size);
+  }
+  ModelLimits limits{settings->instance_count, settings->max_execution};
+  auto queue = std::make_shared<ModelQueue>(m, limits, std::move(scheduler), executable);
+  dispatcher_->Add(queue);
+  Log(LogLevel::kInfo, "model " + m.name + " version " + std::to_string(m.version) + " loaded from " +
+                           entry.path + " in " + Fixed(times.load_seconds) + " s, warm-up " +
+                           std::to_string(settings->warmup_runs) + " run(s) per instance in " +
+                           Fixed(times.warmup_seconds) + " s; " +
+                           std::to_string(settings->instance_count) + " instance(s)" +
+                           (settings->dynamic_batching ? ", dynamic batching" : ""));
+  return std::make_shared<Model>(entry.path, std::move(*settings), times, std::move(queue),
+                                 dispatcher_);
+}
+
+void ModelManager::Retire(std::shared_ptr<Model> model) {
+  dispatcher_->Retire(model->queue());
+  Log(LogLevel::kVerbose, "model " + model->name() + " version " +
+                              std::to_string(model->version()) + " retired; unloads once drained");
+  retired_.push_back(std::move(model));
+  retired_cv_.notify_all();
+}
+
+void ModelManager::UnloadRetired() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    std::vector<std::shared_ptr<Model>> drained;
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      // Only this list holds the handle and only the handle holds the queue:
+      // the unload (which takes every interpreter's GIL) happens right here.
+      if (dispatcher_->Drained(*(*it)->queue()) && it->use_count() == 1 &&
+          (*it)->queue().use_count() == 1) {
+        drained.push_back(std::move(*it));
+        it = retired_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!drained.empty()) {
+      lock.unlock();
+      for (auto& m : drained) {
+        std::string what = m->name() + " version " + std::to_string(m->version());
+        m.reset();
+        Log(LogLevel::kVerbose, "model " + what + " unloaded");
+      }
+      lock.lock();
+      continue;
+    }
+    retired_cv_.wait_for(lock, std::chrono::milliseconds(retired_.empty() ? 1000 : 20));
+  }
+}
+
+ModelManager::~ModelManager() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  retired_cv_.notify_all();
+  if (retirer_.joinable()) retirer_.join();
+  for (auto& m : retired_) {
+    if (!dispatcher_->Drained(*m->queue())) {
+      Log(LogLevel::kWarning, "model " + m->name() + " is still running a call; not unloaded");
+      new std::shared_ptr<Model>(std::move(m));  // NOLINT: its interpreter is busy; leave it be
+    }
+  }
+}
+
+}  // namespace manypy

@@ -1,0 +1,104 @@
+// ModelManager: loads model versions from the repository into the pool, warms
+// them up, registers them with the dispatcher, swaps versions without failing
+// requests, unloads, and hands out short-lived ref-counted handles.
+// Thread-safe. Lock order: load_mu_ before mu_; no GIL is taken under mu_.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "interpreters/pool.h"
+#include "server/inference/dispatcher.h"
+#include "server/models/model.h"
+#include "server/models/model_repository.h"
+
+namespace manypy {
+
+/// A model's place in the lifecycle:
+///   (absent) -> LOADING -> READY -> UNLOADING -> UNAVAILABLE
+///   LOADING -> UNAVAILABLE (load failed; reason says why)
+///   READY -> LOADING (reload) -> READY: the old version serves until the new
+///   one is loaded and warmed up, then drains as its queued and running
+///   requests finish and is unloaded on the manager's own thread.
+enum class ModelState { kLoading, kReady, kUnloading, kUnavailable };
+const char* ModelStateName(ModelState state);
+
+struct ModelStatus {
+  std::string name;
+  int64_t version = 0;  ///< serving (or last attempted) version; 0 if none
+  ModelState state = ModelState::kUnavailable;
+  std::string reason;
+};
+
+class ModelManager {
+ public:
+  struct Options {
+    std::string repository;
+    bool explicit_control = false;            ///< false: load every model at start
+    std::vector<std::string> startup_models;  ///< loaded at start in explicit mode
+    ServingDefaults serving;                  ///< queue, execution and warm-up settings
+  };
+
+  /// Loads the startup models. A model that fails to load is reported in the
+  /// index, not as a Create failure; a missing repository is NOT_FOUND.
+  /// `pool` and `dispatcher` must outlive the manager.
+  static StatusOr<std::unique_ptr<ModelManager>> Create(InterpreterPool* pool,
+                                                       Dispatcher* dispatcher, Options options);
+  /// Unloads retired versions that have drained; one that is still running
+  /// (stuck in native code) is left to the process's exit.
+  ~ModelManager();
+
+  /// (Re)loads the newest version of `name` found in the repository.
+  Status Load(const std::string& name);
+  /// Stops serving `name`; in-flight requests finish on their handles.
+  Status Unload(const std::string& name);
+
+  /// The serving version, or `version` if given ("" or "-1" = serving one).
+  /// NOT_FOUND for an unknown model or version, UNAVAILABLE if not ready.
+  StatusOr<std::shared_ptr<Model>> Get(const std::string& name, const std::string& version) const;
+  /// Every model of the repository and every model known to the manager.
+  std::vector<ModelStatus> Index() const;
+  /// Handles of every ready model (for statistics).
+  std::vector<std::shared_ptr<Model>> ReadyModels() const;
+  const ModelRepository& repository() const { return repository_; }
+
+ private:
+  ModelManager(InterpreterPool* pool, Dispatcher* dispatcher, Options options)
+      : pool_(pool),
+        dispatcher_(dispatcher),
+        options_(std::move(options)),
+        repository_(options_.repository) {}
+
+  struct Slot {
+    ModelStatus status;
+    std::shared_ptr<Model> serving;
+  };
+
+  /// Loads, warms up and registers one archive.
+  StatusOr<std::shared_ptr<Model>> LoadVersion(const RepositoryEntry& entry);
+  /// Stops dispatching to `model`; it is unloaded once drained. REQUIRES: mu_.
+  void Retire(std::shared_ptr<Model> model);
+  /// The retirer thread: unloads drained versions, off every request thread.
+  void UnloadRetired();
+
+  InterpreterPool* const pool_;
+  Dispatcher* const dispatcher_;
+  const Options options_;
+  const ModelRepository repository_;
+
+  std::mutex load_mu_;  // one load or unload at a time
+  mutable std::mutex mu_;
+  std::map<std::string, Slot> models_;           // guarded by mu_
+  std::vector<std::shared_ptr<Model>> retired_;  // guarded by mu_: draining, then unloaded
+  std::condition_variable retired_cv_;
+  bool stopping_ = false;  // guarded by mu_
+  std::thread retirer_;
+};
+
+}  // namespace manypy

@@ -1,0 +1,114 @@
+#include "server/models/packaged_model.h"
+
+#include <ATen/Context.h>
+
+#include <thread>
+
+#include "interpreters/python_error.h"
+#include "server/models/model_runtime_source.h"
+
+namespace manypy {
+namespace {
+
+constexpr const char* kRuntimeModule = "manypy_model_runtime";
+
+Value EntryPointValue(const EntryPoint& e) {
+  return Value::Dict({
+      {Value("kind"), Value(e.kind)},
+      {Value("package"), Value(e.package)},
+      {Value("resource"), Value(e.resource)},
+      {Value("module"), Value(e.module)},
+      {Value("function"), Value(e.function)},
+      {Value("weights_package"), Value(e.weights_package)},
+      {Value("weights_resource"), Value(e.weights_resource)},
+  });
+}
+
+Value StorageValues(const MappedStorages& storages) {
+  Value::DictItems items;
+  for (const auto& [name, tensor] : storages.tensors()) items.emplace_back(Value(name), Value(tensor));
+  return Value::Dict(std::move(items));
+}
+
+Value OutputNames(const Manifest& m) {
+  Value::Items names;
+  for (const auto& o : m.outputs) names.emplace_back(o.name);
+  return Value::List(std::move(names));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(InterpreterPool* pool,
+                                                            const std::string& archive_path) {
+  auto archive = PackageArchive::Open(archive_path);
+  if (!archive.ok()) return archive.status();
+  auto storages = MappedStorages::Map(**archive);
+  if (!storages.ok()) return storages.status();
+
+  const Manifest& manifest = (*archive)->manifest();
+  if (manifest.device != "cpu" && !at::hasCUDA()) {
+    return FailedPrecondition("model '" + manifest.name + "' asks for device '" + manifest.device +
+                              "', but this server's libtorch was built without CUDA");
+  }
+  Value path(archive_path);
+  Value entry = EntryPointValue(manifest.entry_point);
+  Value device(manifest.device);
+  Value shared = StorageValues(**storages);
+  ReplicatedObject model = pool->Replicate([=](InterpreterSession& s) {
+    return s.DefineModule(kRuntimeModule, kModelRuntimeSource).Attr("load").Call({path, entry, shared, device});
+  });
+  Value method(manifest.method);
+  Value names = OutputNames(manifest);
+  ReplicatedObject runner = pool->Replicate([=](InterpreterSession& s) {
+    Obj infer = s.DefineModule(kRuntimeModule, kModelRuntimeSource).Attr("infer");
+    return s.Global("functools", "partial").CallWith({infer, model.In(s), s.FromValue(method),
+                                                      s.FromValue(names), s.FromValue(device)});
+  });
+
+  // Load everywhere now, in parallel, so that a broken model fails here and
+  // not on its first request.
+  std::vector<Status> results(pool->size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < pool->size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        InterpreterSession session = pool->AcquireAt(i);
+        runner.In(session);
+      } catch (const PythonError& e) {
+        results[i] = Internal("loading " + archive_path + " failed: " + e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) {
+    if (!r.ok()) return r;
+  }
+  return std::unique_ptr<PackagedModel>(new PackagedModel(
+      pool, std::move(*archive), std::move(*storages), std::move(model), std::move(runner)));
+}
+
+std::vector<Value> PackagedModel::Call(const std::vector<Value>& inputs) const {
+  Value outputs = runner_.Call({Value::List(inputs)});
+  return outputs.items();
+}
+
+StatusOr<std::vector<Value>> PackagedModel::Run(size_t slot, const std::vector<Value>& inputs,
+                                                InterruptHook* hook) {
+  InterpreterSession session = pool_->AcquireAt(slot);
+  uint64_t token = session.BeginInterruptible();
+  hook->Arm([pool = pool_, slot, token] { pool->Interrupt(slot, token); });
+  StatusOr<std::vector<Value>> result = Internal("not run");
+  try {
+    Value outputs = runner_.In(session).Call({Value::List(inputs)}).ToValue();
+    result = outputs.items();
+  } catch (const PythonError& e) {
+    result = Internal("model '" + manifest().name + "' raised " + e.what());
+  } catch (const std::exception& e) {
+    result = Internal("model '" + manifest().name + "' failed: " + e.what());
+  }
+  hook->Disarm();
+  session.EndInterruptible(token);
+  return result;
+}
+
+}  // namespace manypy

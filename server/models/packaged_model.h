@@ -1,0 +1,61 @@
+// PackagedModel: one model archive loaded into every interpreter of a pool,
+// all sharing one mapped copy of its weights; the Executable the dispatcher
+// runs for a Python model. Thread-safe: Run and Call may be called from any
+// number of threads; each call leases one interpreter.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "interpreters/pool.h"
+#include "package_format/archive.h"
+#include "package_format/mapped_storages.h"
+#include "server/inference/executable.h"
+
+namespace manypy {
+
+class PackagedModel final : public Executable {
+ public:
+  /// Validates the archive, maps its storages once and loads the model in
+  /// every interpreter of `pool` (in parallel). The pool must outlive the model.
+  /// Errors: the archive's (NOT_FOUND / INVALID_ARGUMENT); FAILED_PRECONDITION
+  /// for a device this server's libtorch lacks (cuda without CUDA); for a
+  /// Python failure while loading, INTERNAL with the exception type and message.
+  static StatusOr<std::unique_ptr<PackagedModel>> Load(InterpreterPool* pool,
+                                                      const std::string& archive_path);
+
+  const Manifest& manifest() const { return archive_->manifest(); }
+
+  /// Runs the model once on interpreter `slot`, interruptible through `hook`.
+  StatusOr<std::vector<Value>> Run(size_t slot, const std::vector<Value>& inputs,
+                                   InterruptHook* hook) override;
+
+  /// Runs the model once on any interpreter: `inputs` in manifest order
+  /// (tensors, or lists of bytes for BYTES inputs); returns the outputs in
+  /// manifest order. Throws PythonError when the model raises.
+  std::vector<Value> Call(const std::vector<Value>& inputs) const;
+
+  /// This model's Python object in the session's interpreter (tests, tools).
+  Obj In(InterpreterSession& session) const { return model_.In(session); }
+
+ private:
+  PackagedModel(InterpreterPool* pool, std::unique_ptr<PackageArchive> archive,
+                std::shared_ptr<MappedStorages> storages, ReplicatedObject model,
+                ReplicatedObject runner)
+      : pool_(pool),
+        archive_(std::move(archive)),
+        storages_(std::move(storages)),
+        model_(std::move(model)),
+        runner_(std::move(runner)) {}
+
+  // Constant after Load.
+  InterpreterPool* const pool_;
+  std::unique_ptr<PackageArchive> archive_;
+  std::shared_ptr<MappedStorages> storages_;
+  ReplicatedObject model_;   // the user's model object
+  ReplicatedObject runner_;  // infer(model, method, output names, inputs) bound to it
+};
+
+}  // namespace manypy

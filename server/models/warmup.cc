@@ -1,0 +1,61 @@
+#include "server/models/warmup.h"
+
+#include <ATen/ATen.h>
+
+#include <thread>
+
+#include "server/inference/datatypes.h"
+
+namespace manypy {
+namespace {
+
+Value NestedBytes(const std::vector<int64_t>& shape, size_t dim) {
+  if (dim == shape.size()) return Value::Bytes("manypy");
+  Value::Items items;
+  for (int64_t i = 0; i < shape[dim]; ++i) items.push_back(NestedBytes(shape, dim + 1));
+  return Value::List(std::move(items));
+}
+
+}  // namespace
+
+std::vector<Value> SignatureInputs(const Manifest& m) {
+  std::vector<Value> inputs;
+  for (const TensorSpec& spec : m.inputs) {
+    std::vector<int64_t> shape;
+    if (m.max_batch_size > 0) shape.push_back(1);
+    for (int64_t d : spec.shape) shape.push_back(d < 0 ? 1 : d);
+    c10::ScalarType type;
+    if (TorchTypeFor(spec.datatype, &type)) {
+      inputs.emplace_back(at::zeros(shape, at::TensorOptions().dtype(type)));
+    } else {
+      inputs.push_back(NestedBytes(shape, 0));
+    }
+  }
+  return inputs;
+}
+
+Status WarmUp(Executable& model, const Manifest& m, size_t slots, int64_t runs) {
+  if (runs <= 0) return Status::Ok();
+  std::vector<Value> inputs = SignatureInputs(m);
+  std::vector<Status> results(slots);
+  std::vector<std::thread> threads;
+  for (size_t slot = 0; slot < slots; ++slot) {
+    threads.emplace_back([&, slot] {
+      InterruptHook hook;  // nothing interrupts a warm-up
+      for (int64_t i = 0; i < runs && results[slot].ok(); ++i) {
+        auto out = model.Run(slot, inputs, &hook);
+        if (!out.ok()) results[slot] = out.status();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& s : results) {
+    if (!s.ok()) {
+      return Internal("warm-up of model '" + m.name + "' with inputs made from its signature failed: " +
+                      s.message());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace manypy

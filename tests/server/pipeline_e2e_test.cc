@@ -1,0 +1,183 @@
+// End-to-end tests of the request path's limits through the real server:
+// dynamic batching, bounded queues, deadlines, execution limits that stop
+// Python, isolation of a stuck model, and a shutdown that always ends.
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "tests/test_util/server_fixture.h"
+
+namespace manypy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+ModelInferRequest FloatRequest(const std::string& model, const std::string& input,
+                               std::vector<float> values, std::vector<int64_t> shape) {
+  ModelInferRequest r;
+  r.set_model_name(model);
+  auto* in = r.add_inputs();
+  in->set_name(input);
+  in->set_datatype("FP32");
+  for (int64_t d : shape) in->add_shape(d);
+  r.add_raw_input_contents(Raw(values));
+  return r;
+}
+
+ModelInferRequest SpinRequest(float value) { return FloatRequest("spin", "INPUT__0", {value}, {1}); }
+
+inference::ModelStatistics Statistics(GRPCInferenceService::Stub* stub, const std::string& model) {
+  grpc::ClientContext ctx;
+  inference::ModelStatisticsRequest request;
+  request.set_name(model);
+  inference::ModelStatisticsResponse response;
+  EXPECT_TRUE(stub->ModelStatistics(&ctx, request, &response).ok());
+  return response.model_stats_size() > 0 ? response.model_stats(0) : inference::ModelStatistics();
+}
+
+TEST_F(ServerTest, BatchesFormAndEveryRequestGetsItsOwnOutput) {
+  StartServer({"--model-control-mode=explicit", "--load-model=batched_double"});
+  const int n = 64;
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < n; ++i) {
+    clients.emplace_back([&, i] {
+      float v = static_cast<float>(i);
+      ModelInferResponse out;
+      grpc::Status s = Infer(FloatRequest("batched_double", "X", {v, -v}, {1, 2}), &out);
+      ASSERT_TRUE(s.ok()) << s.error_message();
+      EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{2 * v, -2 * v}));
+      EXPECT_EQ(out.outputs(0).shape(0), 1);
+      ok++;
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(ok.load(), n);
+  auto stats = Statistics(stub_.get(), "batched_double");
+  EXPECT_EQ(stats.inference_count(), static_cast<uint64_t>(n));
+  EXPECT_LT(stats.execution_count(), static_cast<uint64_t>(n) / 2) << "batches did not form";
+  EXPECT_EQ(stats.inference_stats().success().count(), static_cast<uint64_t>(n));
+}
+
+TEST_F(ServerTest, FullQueueIsRefusedWithResourceExhaustedNamingModelAndLimit) {
+  StartServer({"--model-control-mode=explicit", "--load-model=slow",
+               "--model-config=slow:instance_count=1", "--model-config=slow:max_queue_size=2"});
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0}, exhausted{0};
+  std::string message;
+  std::mutex mu;
+  for (int i = 0; i < 6; ++i) {
+    clients.emplace_back([&] {
+      ModelInferResponse out;
+      grpc::Status s = Infer(SlowRequest(300), &out);
+      if (s.ok()) ok++;
+      if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        exhausted++;
+        std::lock_guard<std::mutex> lock(mu);
+        message = s.error_message();
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_GE(exhausted.load(), 1);
+  EXPECT_EQ(ok.load() + exhausted.load(), 6);
+  EXPECT_NE(message.find("'slow'"), std::string::npos) << message;
+  EXPECT_NE(message.find("max_queue_size 2"), std::string::npos) << message;
+}
+
+TEST_F(ServerTest, StuckModelIsInterruptedAndItsInterpreterServesTheNextRequest) {
+  StartServer({"--model-control-mode=explicit", "--load-model=spin", "--interpreters=1",
+               "--model-config=spin:max_execution_seconds=1"});
+  Clock::time_point start = Clock::now();
+  ModelInferResponse out;
+  grpc::Status s = Infer(SpinRequest(-1), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_NE(s.error_message().find("execution limit of 1 s"), std::string::npos) << s.error_message();
+  EXPECT_LT(Clock::now() - start, 10s);
+  ModelInferResponse next;
+  ASSERT_TRUE(Infer(SpinRequest(21), &next).ok());  // the only interpreter, free again
+  EXPECT_EQ(FromRaw<float>(next.raw_output_contents(0)), std::vector<float>{42});
+}
+
+TEST_F(ServerTest, TwoModelsProgressWhileAThirdIsStuck) {
+  StartServer({"--model-control-mode=explicit", "--load-model=spin", "--load-model=two_io",
+               "--load-model=failing", "--model-config=spin:instance_count=1",
+               "--model-config=spin:max_execution_seconds=0"});
+  std::thread stuck([&] {
+    ModelInferResponse out;
+    grpc::Status s = Infer(SpinRequest(-1), &out, 4000);  // the client gives up; Python spins on
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  });
+  std::this_thread::sleep_for(300ms);
+  std::atomic<int> two_io{0}, failing{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 25; ++i) {
+        ModelInferResponse out;
+        if (c % 2 == 0) {
+          if (Infer(TwoIoRequest(true), &out, 5000).ok()) two_io++;
+        } else if (Infer(FloatRequest("failing", "INPUT__0", {1, 2}, {2}), &out, 5000).ok()) {
+          failing++;
+        }
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(two_io.load(), 50);
+  EXPECT_EQ(failing.load(), 50);
+  stuck.join();
+  // Shutdown with the stuck call still running: abandoned, non-zero exit.
+  Clock::time_point stop = Clock::now();
+  EXPECT_EQ(server_.Stop(), 1);
+  EXPECT_LT(Clock::now() - stop, 40s);
+}
+
+TEST_F(ServerTest, SigtermWithAStuckModelExitsWithinGracePlusFiveSeconds) {
+  StartServer({"--model-control-mode=explicit", "--load-model=spin", "--grace-period=2",
+               "--model-config=spin:max_execution_seconds=0"});
+  std::thread stuck([&] {
+    ModelInferResponse out;
+    grpc::Status s = Infer(SpinRequest(-1), &out, 60000);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  });
+  std::this_thread::sleep_for(500ms);
+  Clock::time_point stop = Clock::now();
+  EXPECT_EQ(server_.Stop(), 1);  // it had to abandon stuck work
+  EXPECT_LT(Clock::now() - stop, 7s);
+  stuck.join();
+}
+
+TEST_F(ServerTest, ModelConfigReportsSettingsAndDefaultTimeoutExpiresQueuedRequests) {
+  StartServer({"--model-control-mode=explicit", "--load-model=slow", "--interpreters=1",
+               "--model-config=slow:default_timeout_microseconds=200000",
+               "--model-config=slow:instance_count=1"});
+  grpc::ClientContext ctx;
+  inference::ModelConfigRequest request;
+  request.set_name("slow");
+  inference::ModelConfigResponse config;
+  ASSERT_TRUE(stub_->ModelConfig(&ctx, request, &config).ok());
+  EXPECT_EQ(config.config().instance_group(0).count(), 1);
+  std::thread busy([&] {
+    ModelInferResponse out;
+    EXPECT_TRUE(Infer(SlowRequest(150), &out).ok());  // runs within the 200 ms default
+  });
+  std::this_thread::sleep_for(50ms);
+  ModelInferResponse out;  // queued behind it, no deadline of its own: the model's default applies
+  grpc::Status s = Infer(SlowRequest(1), &out);
+  busy.join();
+  EXPECT_TRUE(s.ok() || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+  std::thread busy2([&] {
+    ModelInferResponse o;
+    EXPECT_EQ(Infer(SlowRequest(600), &o).error_code(), grpc::StatusCode::OK);
+  });
+  std::this_thread::sleep_for(50ms);
+  grpc::Status late = Infer(SlowRequest(1), &out);
+  EXPECT_EQ(late.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << late.error_message();
+  busy2.join();
+}
+
+}  // namespace
+}  // namespace manypy
