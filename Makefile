@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test serve demo models bench-pool bench-memory clean
+.PHONY: all deps configure build test serve demo models bench-pool bench-memory bench-batching clean
 
 all: build
 
@@ -43,6 +43,11 @@ bench-memory: build
 	  /usr/bin/python3 models/make_repository.py --out $(BUILD)/model-repository
 	$(BUILD)/bin/manypy-bench-memory --archive $(BUILD)/model-repository/resnet50.mpk \
 	  --out bench-results/memory.json
+
+# Dynamic batching on vs off over gRPC (mlp_loop at concurrency 64, resnet18 at 16, p50 at 1).
+bench-batching: models
+	/usr/bin/python3 tests/bench/bench_batching.py --build $(BUILD) \
+	  --repository $(BUILD)/model-repository --out bench-results/batching.json
 
 clean:
 	rm -rf $(BUILD)

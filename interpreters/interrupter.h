@@ -1,6 +1,5 @@
-// Interrupter: raises _manypy.ExecutionInterrupted in code running in one
-// interpreter, from a thread of its own, so that the caller never waits for
-// that interpreter's GIL (native code may hold it for a long time).
+// Interrupter: raises _manypy.ExecutionInterrupted in one interpreter's code
+// from a thread of its own, so callers never wait for that interpreter's GIL.
 // Thread-safe.
 #pragma once
 

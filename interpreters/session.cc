@@ -1,5 +1,7 @@
 #include "interpreters/session.h"
 
+#include <ATen/Parallel.h>
+
 #include "interpreters/pool_state.h"
 
 namespace manypy {
@@ -70,6 +72,16 @@ InterpreterSession OpenSession(std::shared_ptr<PoolState> pool, size_t index) {
 
 InterpreterSession::InterpreterSession(std::shared_ptr<detail::PoolState> pool, size_t index)
     : pool_(std::move(pool)), index_(index), shim_(&pool_->interpreters[index]->shim()) {
+  // libtorch applies its intra-op thread count (PoolOptions::intra_op_threads)
+  // to a thread lazily, at its first parallel region. An OpenMP BLAS
+  // (OpenBLAS's openmp build) reads the calling thread's OpenMP setting on
+  // every call, so apply it before this thread runs any model: otherwise each
+  // interpreter's BLAS calls would use every core and oversubscribe them.
+  thread_local bool threads_applied = false;
+  if (!threads_applied) {
+    at::get_num_threads();  // runs at::internal::lazy_init_num_threads()
+    threads_applied = true;
+  }
   gil_token_ = shim_->AcquireGil();
 }
 

@@ -31,6 +31,7 @@ MODELS = (
     "mobilenet_v3_small",
     "text_classifier",
     "python_heavy",
+    "mlp_loop",
     "two_io",
     "numpy_model",
 )

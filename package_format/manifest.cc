@@ -5,6 +5,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/datatype.h"
 #include "package_format/json_fields.h"
 
 namespace manypy {
@@ -12,14 +13,6 @@ namespace {
 
 using json = nlohmann::json;
 
-struct DatatypeInfo {
-  const char* name;
-  int64_t bytes;
-};
-constexpr DatatypeInfo kDatatypes[] = {{"BOOL", 1},   {"UINT8", 1}, {"UINT16", 2}, {"UINT32", 4},
-                                       {"UINT64", 8}, {"INT8", 1},  {"INT16", 2},  {"INT32", 4},
-                                       {"INT64", 8},  {"FP16", 2},  {"BF16", 2},   {"FP32", 4},
-                                       {"FP64", 8},   {"BYTES", -1}};
 constexpr int64_t kMaxBatchSize = 65536;
 
 bool Identifier(const std::string& s) {
@@ -61,12 +54,6 @@ bool AsInt64(const json& j, int64_t* out) {
   return true;
 }
 
-std::string DatatypeList() {
-  std::string out;
-  for (const DatatypeInfo& d : kDatatypes) out += (out.empty() ? "" : ", ") + std::string(d.name);
-  return out;
-}
-
 Status ParseTensors(const JsonFields& top, const std::string& key, std::vector<TensorSpec>* out) {
   StatusOr<const json*> list = top.List(key, true);
   if (!list.ok()) return list.status();
@@ -87,7 +74,7 @@ Status ParseTensors(const JsonFields& top, const std::string& key, std::vector<T
     MANYPY_RETURN_IF_ERROR(f.String("datatype", true, &t.datatype));
     if (!IsValidDatatype(t.datatype))
       return f.Error("datatype", "unknown datatype '" + t.datatype + "' (expected one of " +
-                                     DatatypeList() + ")");
+                                     DatatypeNames() + ")");
     StatusOr<const json*> shape = f.List("shape", true);
     if (!shape.ok()) return shape.status();
     for (size_t d = 0; d < (*shape)->size(); ++d) {
@@ -228,16 +215,11 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
   return m;
 }
 
-bool IsValidDatatype(const std::string& datatype) {
-  for (const DatatypeInfo& d : kDatatypes)
-    if (datatype == d.name) return true;
-  return false;
-}
+bool IsValidDatatype(const std::string& datatype) { return FindDatatype(datatype) != nullptr; }
 
 int64_t DatatypeByteSize(const std::string& datatype) {
-  for (const DatatypeInfo& d : kDatatypes)
-    if (datatype == d.name) return d.bytes;
-  return -1;
+  const DatatypeInfo* d = FindDatatype(datatype);
+  return d == nullptr || d->wire_size == 0 ? -1 : static_cast<int64_t>(d->wire_size);
 }
 
 }  // namespace manypy

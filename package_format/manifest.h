@@ -69,7 +69,8 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
 /// gives back m for any valid m.
 std::string ManifestToJson(const Manifest& manifest);
 
-/// True for the Open Inference Protocol datatype names SCHEMA.md allows.
+/// True for the Open Inference Protocol datatype names SCHEMA.md allows (those of
+/// common/datatype.h's table).
 bool IsValidDatatype(const std::string& datatype);
 /// Bytes per element: 1 for BOOL, 4 for FP32, ...; -1 for BYTES and for unknown names.
 int64_t DatatypeByteSize(const std::string& datatype);

@@ -37,6 +37,7 @@ BlasInfo DetectBlas() {
     if (auto fn = reinterpret_cast<ThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"))) {
       info.threads = fn();
     }
+    info.follows_openmp = variant == "openmp";
   } else if (p.find("blis") != std::string::npos) {
     info.name = "BLIS";
   } else if (p.find("atlas") != std::string::npos) {
@@ -48,6 +49,13 @@ BlasInfo DetectBlas() {
     info.reference = true;
   }
   return info;
+}
+
+void LimitBlasThreads(int threads) {
+  using SetThreadsFn = void (*)(int);
+  if (auto fn = reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    fn(threads);
+  }
 }
 
 }  // namespace manypy

@@ -12,7 +12,14 @@ struct BlasInfo {
   std::string name;     ///< "OpenBLAS (openmp)", "BLIS", "reference BLAS (netlib)", ...
   bool reference = false;  ///< the unoptimized netlib BLAS
   int threads = 0;         ///< the BLAS's own thread count where it tells (0: unknown)
+  /// Takes each calling thread's OpenMP thread count, which libtorch sets to
+  /// its intra-op thread count in every thread that runs a model.
+  bool follows_openmp = false;
 };
+
+/// Caps a BLAS with a thread pool of its own (OpenBLAS's pthread build) at
+/// `threads`; an OpenMP one follows libtorch's setting already.
+void LimitBlasThreads(int threads);
 
 BlasInfo DetectBlas();
 

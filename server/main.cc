@@ -32,12 +32,16 @@ int Fail(const std::string& message) {
 void LogMathLibraries(size_t interpreters) {
   using manypy::Log;
   using manypy::LogLevel;
-  manypy::BlasInfo blas = manypy::DetectBlas();
   int intra = at::get_num_threads();
+  manypy::LimitBlasThreads(intra);
+  manypy::BlasInfo blas = manypy::DetectBlas();
+  std::string blas_threads = blas.follows_openmp ? "threads follow libtorch's (OpenMP)"
+                             : blas.threads > 0  ? std::to_string(blas.threads) + " thread(s)"
+                                                 : "threads unknown";
   Log(LogLevel::kInfo, "math: BLAS " + blas.name + (blas.path.empty() ? "" : " (" + blas.path + ")") +
-                           (blas.threads > 0 ? ", " + std::to_string(blas.threads) + " BLAS thread(s)" : "") +
-                           "; libtorch " + std::to_string(intra) + " intra-op thread(s) x " +
-                           std::to_string(interpreters) + " interpreter(s)");
+                           ", " + blas_threads + "; libtorch " + std::to_string(intra) +
+                           " intra-op thread(s) per interpreter x " + std::to_string(interpreters) +
+                           " interpreter(s)");
   if (blas.reference) {
     Log(LogLevel::kWarning,
         "libtorch calls the reference (netlib) BLAS: linear layers, attention and LSTMs run up to "

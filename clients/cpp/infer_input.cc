@@ -5,11 +5,8 @@
 namespace manypy::client {
 
 size_t ElementSize(const std::string& dt) {
-  if (dt == "BOOL" || dt == "UINT8" || dt == "INT8") return 1;
-  if (dt == "UINT16" || dt == "INT16" || dt == "FP16" || dt == "BF16") return 2;
-  if (dt == "UINT32" || dt == "INT32" || dt == "FP32") return 4;
-  if (dt == "UINT64" || dt == "INT64" || dt == "FP64") return 8;
-  return 0;
+  const DatatypeInfo* info = FindDatatype(dt);
+  return info == nullptr ? 0 : info->wire_size;
 }
 
 int64_t ElementCount(const std::vector<int64_t>& shape) {

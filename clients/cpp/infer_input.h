@@ -7,22 +7,24 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/datatype.h"
+
 namespace manypy::client {
 
 /// The Open Inference Protocol datatype string of a C++ element type.
 template <typename T>
 constexpr const char* DatatypeOf() {
-  if constexpr (std::is_same_v<T, bool>) return "BOOL";
-  else if constexpr (std::is_same_v<T, uint8_t>) return "UINT8";
-  else if constexpr (std::is_same_v<T, uint16_t>) return "UINT16";
-  else if constexpr (std::is_same_v<T, uint32_t>) return "UINT32";
-  else if constexpr (std::is_same_v<T, uint64_t>) return "UINT64";
-  else if constexpr (std::is_same_v<T, int8_t>) return "INT8";
-  else if constexpr (std::is_same_v<T, int16_t>) return "INT16";
-  else if constexpr (std::is_same_v<T, int32_t>) return "INT32";
-  else if constexpr (std::is_same_v<T, int64_t>) return "INT64";
-  else if constexpr (std::is_same_v<T, float>) return "FP32";
-  else if constexpr (std::is_same_v<T, double>) return "FP64";
+  if constexpr (std::is_same_v<T, bool>) return InfoOf(Datatype::kBool).name;
+  else if constexpr (std::is_same_v<T, uint8_t>) return InfoOf(Datatype::kUint8).name;
+  else if constexpr (std::is_same_v<T, uint16_t>) return InfoOf(Datatype::kUint16).name;
+  else if constexpr (std::is_same_v<T, uint32_t>) return InfoOf(Datatype::kUint32).name;
+  else if constexpr (std::is_same_v<T, uint64_t>) return InfoOf(Datatype::kUint64).name;
+  else if constexpr (std::is_same_v<T, int8_t>) return InfoOf(Datatype::kInt8).name;
+  else if constexpr (std::is_same_v<T, int16_t>) return InfoOf(Datatype::kInt16).name;
+  else if constexpr (std::is_same_v<T, int32_t>) return InfoOf(Datatype::kInt32).name;
+  else if constexpr (std::is_same_v<T, int64_t>) return InfoOf(Datatype::kInt64).name;
+  else if constexpr (std::is_same_v<T, float>) return InfoOf(Datatype::kFp32).name;
+  else if constexpr (std::is_same_v<T, double>) return InfoOf(Datatype::kFp64).name;
   else static_assert(sizeof(T) == 0, "no Open Inference Protocol datatype for this type");
 }
 

@@ -5,6 +5,8 @@
 #include <random>
 #include <sstream>
 
+#include "common/datatype.h"
+
 namespace manypy::perf {
 namespace {
 
@@ -17,10 +19,12 @@ StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 // Random bytes valid for `datatype`: small values, so models that do
-// arithmetic or indexing behave; BOOL as 0/1.
+// arithmetic or indexing behave; BOOL as 0/1. Empty for an unknown datatype.
 std::string RandomRaw(const std::string& datatype, int64_t count, int string_length,
                       std::mt19937* rng) {
-  if (datatype == "BYTES") {
+  const DatatypeInfo* info = FindDatatype(datatype);
+  if (info == nullptr) return {};
+  if (info->type == Datatype::kBytes) {
     std::uniform_int_distribution<int> letter('a', 'z');
     std::vector<std::string> elements(count);
     for (auto& e : elements) {
@@ -28,24 +32,29 @@ std::string RandomRaw(const std::string& datatype, int64_t count, int string_len
     }
     return client::EncodeBytesElements(elements);
   }
-  size_t width = client::ElementSize(datatype);
+  size_t width = info->wire_size;
   std::string raw(count * width, '\0');
   std::uniform_int_distribution<int> small(0, 100);
   for (int64_t i = 0; i < count; ++i) {
     char* p = raw.data() + i * width;
-    int v = datatype == "BOOL" ? small(*rng) % 2 : small(*rng);
-    if (datatype == "FP32") {
-      float f = v / 100.0f;
-      memcpy(p, &f, 4);
-    } else if (datatype == "FP64") {
-      double d = v / 100.0;
-      memcpy(p, &d, 8);
-    } else if (datatype == "FP16" || datatype == "BF16") {
-      // 1.0: 0x3c00 as FP16, 0x3f80 as BF16.
-      p[1] = datatype == "FP16" ? 0x3c : 0x3f;
-      if (datatype == "BF16") p[0] = static_cast<char>(0x80);
-    } else {
-      p[0] = static_cast<char>(v);  // little-endian: the low byte, rest zero
+    int v = info->type == Datatype::kBool ? small(*rng) % 2 : small(*rng);
+    switch (info->type) {
+      case Datatype::kFp32: {
+        float f = v / 100.0f;
+        memcpy(p, &f, 4);
+        break;
+      }
+      case Datatype::kFp64: {
+        double d = v / 100.0;
+        memcpy(p, &d, 8);
+        break;
+      }
+      case Datatype::kFp16: p[1] = 0x3c; break;  // 1.0 is 0x3c00
+      case Datatype::kBf16:  // 1.0 is 0x3f80
+        p[1] = 0x3f;
+        p[0] = static_cast<char>(0x80);
+        break;
+      default: p[0] = static_cast<char>(v);  // little-endian: the low byte, rest zero
     }
   }
   return raw;
@@ -77,8 +86,9 @@ StatusOr<client::InferInputs> MakeInputs(const inference::ModelMetadataResponse&
       else if (variable < 0) variable = static_cast<int>(i);
       else shape[i] = 1;
     }
-    size_t width = client::ElementSize(m.datatype());
-    if (m.datatype() == "BYTES") {
+    const DatatypeInfo* info = FindDatatype(m.datatype());
+    size_t width = info == nullptr ? 0 : info->wire_size;
+    if (info != nullptr && info->type == Datatype::kBytes) {
       std::vector<std::string> elements;
       if (!client::DecodeBytesElements(*raw, &elements)) {
         return InvalidArgument("--input " + m.name() + ": not 4-byte length-prefixed BYTES data");

@@ -1,22 +1,14 @@
 #include "server/grpc/protocol_metadata.h"
 
-#include <map>
+#include "common/datatype.h"
 
 namespace manypy {
 namespace {
 
 inference::DataType ConfigDataType(const std::string& datatype) {
-  static const std::map<std::string, inference::DataType> types = {
-      {"BOOL", inference::TYPE_BOOL},     {"UINT8", inference::TYPE_UINT8},
-      {"UINT16", inference::TYPE_UINT16}, {"UINT32", inference::TYPE_UINT32},
-      {"UINT64", inference::TYPE_UINT64}, {"INT8", inference::TYPE_INT8},
-      {"INT16", inference::TYPE_INT16},   {"INT32", inference::TYPE_INT32},
-      {"INT64", inference::TYPE_INT64},   {"FP16", inference::TYPE_FP16},
-      {"FP32", inference::TYPE_FP32},     {"FP64", inference::TYPE_FP64},
-      {"BYTES", inference::TYPE_STRING},  {"BF16", inference::TYPE_BF16},
-  };
-  auto it = types.find(datatype);
-  return it == types.end() ? inference::TYPE_INVALID : it->second;
+  const DatatypeInfo* info = FindDatatype(datatype);
+  if (info == nullptr) return inference::TYPE_INVALID;
+  return static_cast<inference::DataType>(info->config_enum);
 }
 
 template <typename Tensor>

@@ -1,38 +1,33 @@
 #include "server/inference/datatypes.h"
 
-#include <map>
-
 namespace manypy {
-namespace {
 
-struct DatatypeInfo {
-  c10::ScalarType torch_type;
-  size_t wire_size;
-};
-
-const std::map<std::string, DatatypeInfo>& Table() {
-  static const auto* table = new std::map<std::string, DatatypeInfo>{
-      {"BOOL", {c10::kBool, 1}},    {"UINT8", {c10::kByte, 1}},   {"UINT16", {c10::kInt, 2}},
-      {"UINT32", {c10::kLong, 4}},  {"UINT64", {c10::kLong, 8}},  {"INT8", {c10::kChar, 1}},
-      {"INT16", {c10::kShort, 2}},  {"INT32", {c10::kInt, 4}},    {"INT64", {c10::kLong, 8}},
-      {"FP16", {c10::kHalf, 2}},    {"BF16", {c10::kBFloat16, 2}}, {"FP32", {c10::kFloat, 4}},
-      {"FP64", {c10::kDouble, 8}},
-  };
-  return *table;
+// A switch, not a table, so the compiler flags a Datatype added without a torch type.
+bool TorchTypeFor(Datatype type, c10::ScalarType* out) {
+  // clang-format off
+  switch (type) {
+    case Datatype::kBool: *out = c10::kBool; return true;
+    case Datatype::kUint8: *out = c10::kByte; return true;
+    case Datatype::kUint16: *out = c10::kInt; return true;   // widened: no uint16 in torch 1.13
+    case Datatype::kUint32: *out = c10::kLong; return true;  // widened
+    case Datatype::kUint64: *out = c10::kLong; return true;  // values above INT64_MAX are refused
+    case Datatype::kInt8: *out = c10::kChar; return true;
+    case Datatype::kInt16: *out = c10::kShort; return true;
+    case Datatype::kInt32: *out = c10::kInt; return true;
+    case Datatype::kInt64: *out = c10::kLong; return true;
+    case Datatype::kFp16: *out = c10::kHalf; return true;
+    case Datatype::kBf16: *out = c10::kBFloat16; return true;
+    case Datatype::kFp32: *out = c10::kFloat; return true;
+    case Datatype::kFp64: *out = c10::kDouble; return true;
+    case Datatype::kBytes: return false;
+  }
+  // clang-format on
+  return false;
 }
-
-}  // namespace
 
 bool TorchTypeFor(const std::string& datatype, c10::ScalarType* out) {
-  auto it = Table().find(datatype);
-  if (it == Table().end()) return false;
-  *out = it->second.torch_type;
-  return true;
-}
-
-size_t WireElementSize(const std::string& datatype) {
-  auto it = Table().find(datatype);
-  return it == Table().end() ? 0 : it->second.wire_size;
+  const DatatypeInfo* info = FindDatatype(datatype);
+  return info != nullptr && TorchTypeFor(info->type, out);
 }
 
 }  // namespace manypy

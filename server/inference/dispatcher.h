@@ -1,9 +1,6 @@
-// Dispatcher: the Schedule and Execute stages. One worker thread per
-// interpreter slot takes work from the models that have some, in turn, within
-// each model's instance_count; a watchdog thread expires queued requests whose
-// deadline passed and interrupts calls that run past their model's execution
-// limit. Thread-safe. Lock order: mu_ before any InterruptHook's lock; no
-// GIL is taken under mu_.
+// Dispatcher: the Schedule and Execute stages: a worker per interpreter, fair
+// turns between models, a watchdog for deadlines and execution limits.
+// Thread-safe. Lock order: mu_ before an InterruptHook's lock; no GIL under mu_.
 #pragma once
 
 #include <condition_variable>

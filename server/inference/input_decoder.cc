@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "common/datatype.h"
 #include "server/inference/datatypes.h"
 #include "server/inference/shape_check.h"
 
@@ -32,21 +33,28 @@ Status PackValues(const std::string& what, const Source& values, std::string* ra
   return Status::Ok();
 }
 
-// Typed contents -> the raw little-endian wire form, so one path decodes both.
-Status TypedToRaw(const std::string& what, const std::string& dt, const InferTensorContents& c,
+// Typed contents -> the raw little-endian wire form, so one path decodes both. INT8/16/32
+// share int_contents (UINT8/16/32 uint_contents): the wire size picks the width.
+Status TypedToRaw(const std::string& what, const DatatypeInfo& dt, const InferTensorContents& c,
                   std::string* raw) {
-  if (dt == "BOOL") return PackValues<bool>(what, c.bool_contents(), raw);
-  if (dt == "INT8") return PackValues<int8_t>(what, c.int_contents(), raw);
-  if (dt == "INT16") return PackValues<int16_t>(what, c.int_contents(), raw);
-  if (dt == "INT32") return PackValues<int32_t>(what, c.int_contents(), raw);
-  if (dt == "INT64") return PackValues<int64_t>(what, c.int64_contents(), raw);
-  if (dt == "UINT8") return PackValues<uint8_t>(what, c.uint_contents(), raw);
-  if (dt == "UINT16") return PackValues<uint16_t>(what, c.uint_contents(), raw);
-  if (dt == "UINT32") return PackValues<uint32_t>(what, c.uint_contents(), raw);
-  if (dt == "UINT64") return PackValues<uint64_t>(what, c.uint64_contents(), raw);
-  if (dt == "FP32") return PackValues<float>(what, c.fp32_contents(), raw);
-  if (dt == "FP64") return PackValues<double>(what, c.fp64_contents(), raw);
-  return InvalidArgument(what + " has datatype " + dt +
+  switch (dt.typed_field) {
+    case TypedField::kBool: return PackValues<bool>(what, c.bool_contents(), raw);
+    case TypedField::kInt:
+      if (dt.wire_size == 1) return PackValues<int8_t>(what, c.int_contents(), raw);
+      if (dt.wire_size == 2) return PackValues<int16_t>(what, c.int_contents(), raw);
+      return PackValues<int32_t>(what, c.int_contents(), raw);
+    case TypedField::kInt64: return PackValues<int64_t>(what, c.int64_contents(), raw);
+    case TypedField::kUint:
+      if (dt.wire_size == 1) return PackValues<uint8_t>(what, c.uint_contents(), raw);
+      if (dt.wire_size == 2) return PackValues<uint16_t>(what, c.uint_contents(), raw);
+      return PackValues<uint32_t>(what, c.uint_contents(), raw);
+    case TypedField::kUint64: return PackValues<uint64_t>(what, c.uint64_contents(), raw);
+    case TypedField::kFp32: return PackValues<float>(what, c.fp32_contents(), raw);
+    case TypedField::kFp64: return PackValues<double>(what, c.fp64_contents(), raw);
+    case TypedField::kBytes:  // decoded by DecodeBytes, never here
+    case TypedField::kNone: break;
+  }
+  return InvalidArgument(what + " has datatype " + dt.name +
                          ", which has no typed contents field: send it in raw_input_contents");
 }
 
@@ -65,23 +73,23 @@ Status WidenUnsigned(const std::string& what, const std::string& raw, at::Tensor
   return Status::Ok();
 }
 
-Status RawToTensor(const std::string& what, const std::string& dt, const std::string& raw,
+Status RawToTensor(const std::string& what, const DatatypeInfo& dt, const std::string& raw,
                    const std::vector<int64_t>& shape, int64_t numel, Value* out) {
-  size_t element = WireElementSize(dt);
+  size_t element = dt.wire_size;
   if (raw.size() != static_cast<size_t>(numel) * element) {
     return InvalidArgument(what + " has " + std::to_string(raw.size()) + " bytes of data, shape " +
-                           ShapeString(shape) + " of " + dt + " needs " +
+                           ShapeString(shape) + " of " + dt.name + " needs " +
                            std::to_string(numel * element));
   }
   c10::ScalarType type;
-  TorchTypeFor(dt, &type);
+  TorchTypeFor(dt.type, &type);
   at::Tensor t = at::empty(shape, at::TensorOptions().dtype(type));
   Status s;
-  if (dt == "UINT16") s = WidenUnsigned<uint16_t, int32_t>(what, raw, &t);
-  else if (dt == "UINT32") s = WidenUnsigned<uint32_t, int64_t>(what, raw, &t);
-  else if (dt == "UINT64") s = WidenUnsigned<uint64_t, int64_t>(what, raw, &t);
+  if (dt.type == Datatype::kUint16) s = WidenUnsigned<uint16_t, int32_t>(what, raw, &t);
+  else if (dt.type == Datatype::kUint32) s = WidenUnsigned<uint32_t, int64_t>(what, raw, &t);
+  else if (dt.type == Datatype::kUint64) s = WidenUnsigned<uint64_t, int64_t>(what, raw, &t);
   else if (!raw.empty()) memcpy(t.data_ptr(), raw.data(), raw.size());
-  if (dt == "BOOL") t = t.ne(0);  // any non-zero byte is true
+  if (dt.type == Datatype::kBool) t = t.ne(0);  // any non-zero byte is true
   *out = Value(t);
   return s;
 }
@@ -171,15 +179,17 @@ Status DecodeInputs(const inference::ModelInferRequest& request, const Manifest&
       return InvalidArgument(what + " has typed contents although the request uses raw_input_contents");
     }
     const std::string* raw_data = raw ? &request.raw_input_contents(it->second) : nullptr;
-    if (spec.datatype == "BYTES") {
+    const DatatypeInfo* dt = FindDatatype(spec.datatype);  // ParseManifest checked the name
+    if (dt == nullptr) return Internal(what + ": unknown manifest datatype " + spec.datatype);
+    if (dt->type == Datatype::kBytes) {
       MANYPY_RETURN_IF_ERROR(
           DecodeBytes(what, &input.contents(), raw_data, shape, numel, &(*arguments)[k]));
       continue;
     }
     std::string packed;
-    if (!raw) MANYPY_RETURN_IF_ERROR(TypedToRaw(what, spec.datatype, input.contents(), &packed));
+    if (!raw) MANYPY_RETURN_IF_ERROR(TypedToRaw(what, *dt, input.contents(), &packed));
     MANYPY_RETURN_IF_ERROR(
-        RawToTensor(what, spec.datatype, raw ? *raw_data : packed, shape, numel, &(*arguments)[k]));
+        RawToTensor(what, *dt, raw ? *raw_data : packed, shape, numel, &(*arguments)[k]));
   }
   return Status::Ok();
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "common/datatype.h"
 #include "server/inference/datatypes.h"
 #include "server/inference/shape_check.h"
 
@@ -59,19 +60,20 @@ Status NarrowUnsigned(const std::string& what, const at::Tensor& t, std::string*
   return Status::Ok();
 }
 
-Status TensorToRaw(const std::string& what, const std::string& dt, const at::Tensor& tensor,
+Status TensorToRaw(const std::string& what, const DatatypeInfo& dt, const at::Tensor& tensor,
                    std::string* raw) {
   c10::ScalarType expected;
-  TorchTypeFor(dt, &expected);
-  bool unsigned_wide = dt == "UINT16" || dt == "UINT32" || dt == "UINT64";
+  TorchTypeFor(dt.type, &expected);
+  bool unsigned_wide = dt.type == Datatype::kUint16 || dt.type == Datatype::kUint32 ||
+                       dt.type == Datatype::kUint64;
   if (tensor.scalar_type() != expected && !(unsigned_wide && c10::isIntegralType(tensor.scalar_type(), false))) {
     return Internal(what + " is a " + std::string(c10::toString(tensor.scalar_type())) +
-                    " tensor, the manifest declares " + dt);
+                    " tensor, the manifest declares " + dt.name);
   }
   at::Tensor t = tensor.contiguous();
-  if (dt == "UINT16") return NarrowUnsigned<uint16_t, int64_t>(what, t, raw);
-  if (dt == "UINT32") return NarrowUnsigned<uint32_t, int64_t>(what, t, raw);
-  if (dt == "UINT64") return NarrowUnsigned<uint64_t, int64_t>(what, t, raw);
+  if (dt.type == Datatype::kUint16) return NarrowUnsigned<uint16_t, int64_t>(what, t, raw);
+  if (dt.type == Datatype::kUint32) return NarrowUnsigned<uint32_t, int64_t>(what, t, raw);
+  if (dt.type == Datatype::kUint64) return NarrowUnsigned<uint64_t, int64_t>(what, t, raw);
   raw->assign(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size());
   return Status::Ok();
 }
@@ -85,18 +87,28 @@ void UnpackInto(const std::string& raw, Field* field) {
   }
 }
 
-void RawToTyped(const std::string& dt, const std::string& raw, InferTensorContents* c) {
-  if (dt == "BOOL") UnpackInto<bool>(raw, c->mutable_bool_contents());
-  else if (dt == "INT8") UnpackInto<int8_t>(raw, c->mutable_int_contents());
-  else if (dt == "INT16") UnpackInto<int16_t>(raw, c->mutable_int_contents());
-  else if (dt == "INT32") UnpackInto<int32_t>(raw, c->mutable_int_contents());
-  else if (dt == "INT64") UnpackInto<int64_t>(raw, c->mutable_int64_contents());
-  else if (dt == "UINT8") UnpackInto<uint8_t>(raw, c->mutable_uint_contents());
-  else if (dt == "UINT16") UnpackInto<uint16_t>(raw, c->mutable_uint_contents());
-  else if (dt == "UINT32") UnpackInto<uint32_t>(raw, c->mutable_uint_contents());
-  else if (dt == "UINT64") UnpackInto<uint64_t>(raw, c->mutable_uint64_contents());
-  else if (dt == "FP32") UnpackInto<float>(raw, c->mutable_fp32_contents());
-  else if (dt == "FP64") UnpackInto<double>(raw, c->mutable_fp64_contents());
+// INT8/16/32 share int_contents (UINT8/16/32 uint_contents): the wire size picks the width.
+// Only called for datatypes with a typed field (EncodeOutputs checks).
+void RawToTyped(const DatatypeInfo& dt, const std::string& raw, InferTensorContents* c) {
+  switch (dt.typed_field) {
+    case TypedField::kBool: UnpackInto<bool>(raw, c->mutable_bool_contents()); break;
+    case TypedField::kInt:
+      if (dt.wire_size == 1) UnpackInto<int8_t>(raw, c->mutable_int_contents());
+      else if (dt.wire_size == 2) UnpackInto<int16_t>(raw, c->mutable_int_contents());
+      else UnpackInto<int32_t>(raw, c->mutable_int_contents());
+      break;
+    case TypedField::kInt64: UnpackInto<int64_t>(raw, c->mutable_int64_contents()); break;
+    case TypedField::kUint:
+      if (dt.wire_size == 1) UnpackInto<uint8_t>(raw, c->mutable_uint_contents());
+      else if (dt.wire_size == 2) UnpackInto<uint16_t>(raw, c->mutable_uint_contents());
+      else UnpackInto<uint32_t>(raw, c->mutable_uint_contents());
+      break;
+    case TypedField::kUint64: UnpackInto<uint64_t>(raw, c->mutable_uint64_contents()); break;
+    case TypedField::kFp32: UnpackInto<float>(raw, c->mutable_fp32_contents()); break;
+    case TypedField::kFp64: UnpackInto<double>(raw, c->mutable_fp64_contents()); break;
+    case TypedField::kBytes:  // filled element by element by EncodeOutputs
+    case TypedField::kNone: break;
+  }
 }
 
 bool WantsTyped(const inference::ModelInferRequest::InferRequestedOutputTensor& o) {
@@ -120,7 +132,9 @@ Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
       return InvalidArgument("model '" + m.name + "' has no output named '" + requested.name() + "'");
     }
     order.push_back(k);
-    typed &= WantsTyped(requested) && m.outputs[k].datatype != "FP16" && m.outputs[k].datatype != "BF16";
+    // One output without a typed field (FP16 / BF16) keeps the whole response raw.
+    const DatatypeInfo* dt = FindDatatype(m.outputs[k].datatype);
+    typed &= WantsTyped(requested) && dt != nullptr && dt->typed_field != TypedField::kNone;
   }
   if (order.empty()) {
     for (size_t k = 0; k < m.outputs.size(); ++k) order.push_back(k);
@@ -135,9 +149,11 @@ Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
     auto* out = response->add_outputs();
     out->set_name(spec.name);
     out->set_datatype(spec.datatype);
+    const DatatypeInfo* dt = FindDatatype(spec.datatype);  // ParseManifest checked the name
+    if (dt == nullptr) return Internal(what + ": unknown manifest datatype " + spec.datatype);
     std::vector<int64_t> shape;
     std::string raw;
-    if (spec.datatype == "BYTES") {
+    if (dt->type == Datatype::kBytes) {
       std::vector<std::string> items;
       shape = BytesShape(outputs[k]);
       MANYPY_RETURN_IF_ERROR(FlattenBytes(what, outputs[k], 0, shape, &items));
@@ -156,8 +172,8 @@ Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
       }
       const at::Tensor& t = outputs[k].to_tensor();
       shape.assign(t.sizes().begin(), t.sizes().end());
-      MANYPY_RETURN_IF_ERROR(TensorToRaw(what, spec.datatype, t, &raw));
-      if (typed) RawToTyped(spec.datatype, raw, out->mutable_contents());
+      MANYPY_RETURN_IF_ERROR(TensorToRaw(what, *dt, t, &raw));
+      if (typed) RawToTyped(*dt, raw, out->mutable_contents());
     }
     int64_t numel;
     Status shape_ok = CheckShape(what, shape, spec, m, &numel);

@@ -1,7 +1,6 @@
-// Scheduler: the bounded queue of one loaded model version and how it forms
-// executions from it. FifoScheduler runs one request per call;
-// BatchingScheduler concatenates compatible requests. Not thread-safe: the
-// Dispatcher calls every method under its lock.
+// Scheduler: one model version's bounded queue and how executions form from it
+// (FifoScheduler: one request per call; BatchingScheduler: several).
+// Not thread-safe: the Dispatcher calls every method under its lock.
 #pragma once
 
 #include <deque>

@@ -34,7 +34,23 @@ std::string Fixed(double v) {
 StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(InterpreterPool* pool,
                                                             Dispatcher* dispatcher,
                                                             Options options) {
-  std::unique_ptr<ModelManager> manager(new ModelManager(pool, dispatcher, std::move(options)));
+  size_t slots = options.interpreters;
+  if (pool != nullptr) {
+    slots = pool->size();
+  } else if (!options.loader) {
+    return InvalidArgument("the model manager needs an interpreter pool or a loader");
+  }
+  if (slots == 0) return InvalidArgument("the model manager needs at least one interpreter");
+  if (!options.loader) {
+    options.loader = [pool](const std::string& path,
+                            Manifest* manifest) -> StatusOr<std::shared_ptr<Executable>> {
+      auto loaded = PackagedModel::Load(pool, path);
+      if (!loaded.ok()) return loaded.status();
+      *manifest = (*loaded)->manifest();
+      return std::shared_ptr<Executable>(std::move(*loaded));
+    };
+  }
+  std::unique_ptr<ModelManager> manager(new ModelManager(slots, dispatcher, std::move(options)));
   manager->retirer_ = std::thread([m = manager.get()] { m->UnloadRetired(); });
   auto entries = manager->repository_.Scan();
   if (!entries.ok()) return entries.status();
@@ -71,12 +87,16 @@ Status ModelManager::Load(const std::string& name) {
   Slot& slot = models_[name];
   if (!loaded.ok()) {
     Log(LogLevel::kWarning, "loading model " + name + " failed: " + loaded.status().message());
+    ModelStatus failed{name, entry->version, ModelState::kUnavailable, loaded.status().message()};
     if (slot.serving == nullptr) {
-      slot.status = {name, entry->version, ModelState::kUnavailable, loaded.status().message()};
+      slot.status = failed;
+    } else if (entry->version != slot.serving->version()) {
+      slot.failed = failed;  // the index shows why the newer version is not serving
     }
     return loaded.status();
   }
   if (slot.serving != nullptr) Retire(std::move(slot.serving));  // drains, then unloads
+  slot.failed = {};
   slot.serving = std::move(*loaded);
   slot.status = {name, entry->version, ModelState::kReady, ""};
   return Status::Ok();
@@ -124,7 +144,10 @@ std::vector<ModelStatus> ModelManager::Index() const {
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [name, slot] : models_) out[{name, slot.status.version}] = slot.status;
+  for (const auto& [name, slot] : models_) {
+    out[{name, slot.status.version}] = slot.status;
+    if (slot.failed.version > 0) out[{name, slot.failed.version}] = slot.failed;
+  }
   std::vector<ModelStatus> list;
   for (auto& [key, status] : out) list.push_back(std::move(status));
   return list;
@@ -141,16 +164,16 @@ std::vector<std::shared_ptr<Model>> ModelManager::ReadyModels() const {
 
 StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry& entry) {
   Clock::time_point start = Clock::now();
-  auto loaded = PackagedModel::Load(pool_, entry.path);
+  Manifest m;
+  auto loaded = options_.loader(entry.path, &m);
   if (!loaded.ok()) return loaded.status();
-  std::shared_ptr<PackagedModel> executable = std::move(*loaded);
-  const Manifest& m = executable->manifest();
-  auto settings = ResolveModelSettings(m, options_.serving, pool_->size());
+  std::shared_ptr<Executable> executable = std::move(*loaded);
+  auto settings = ResolveModelSettings(m, options_.serving, slots_);
   if (!settings.ok()) return settings.status();
   LoadTimes times;
   times.load_seconds = SecondsSince(start);
   Clock::time_point warm_start = Clock::now();
-  MANYPY_RETURN_IF_ERROR(WarmUp(*executable, m, pool_->size(), settings->warmup_runs));
+  MANYPY_RETURN_IF_ERROR(WarmUp(*executable, m, slots_, settings->warmup_runs));
   times.warmup_seconds = SecondsSince(warm_start);
 
   std::unique_ptr<Scheduler> scheduler;

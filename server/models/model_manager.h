@@ -1,12 +1,12 @@
-// ModelManager: loads model versions from the repository into the pool, warms
-// them up, registers them with the dispatcher, swaps versions without failing
-// requests, unloads, and hands out short-lived ref-counted handles.
-// Thread-safe. Lock order: load_mu_ before mu_; no GIL is taken under mu_.
+// ModelManager: loads, warms up and registers model versions, swaps them without
+// failing requests, unloads, and hands out short-lived ref-counted handles.
+// Thread-safe. Lock order: load_mu_, mu_, then the Dispatcher's; no GIL under mu_.
 #pragma once
 
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -43,11 +43,21 @@ class ModelManager {
     bool explicit_control = false;            ///< false: load every model at start
     std::vector<std::string> startup_models;  ///< loaded at start in explicit mode
     ServingDefaults serving;                  ///< queue, execution and warm-up settings
+    /// Turns one archive into what the dispatcher runs and fills `manifest`
+    /// (validated). Called on the loading thread, never under the manager's
+    /// locks. Empty: PackagedModel::Load into the pool. Tests inject fakes here.
+    using Loader = std::function<StatusOr<std::shared_ptr<Executable>>(
+        const std::string& archive_path, Manifest* manifest)>;
+    Loader loader = nullptr;
+    /// Interpreter slots (bound of instance_count, warm-up slots) when there
+    /// is no pool; with a pool, its size is used and this is ignored.
+    size_t interpreters = 1;
   };
 
   /// Loads the startup models. A model that fails to load is reported in the
   /// index, not as a Create failure; a missing repository is NOT_FOUND.
-  /// `pool` and `dispatcher` must outlive the manager.
+  /// `pool` may be null only with `options.loader` set (INVALID_ARGUMENT
+  /// otherwise). `pool` and `dispatcher` must outlive the manager.
   static StatusOr<std::unique_ptr<ModelManager>> Create(InterpreterPool* pool,
                                                        Dispatcher* dispatcher, Options options);
   /// Unloads retired versions that have drained; one that is still running
@@ -69,8 +79,8 @@ class ModelManager {
   const ModelRepository& repository() const { return repository_; }
 
  private:
-  ModelManager(InterpreterPool* pool, Dispatcher* dispatcher, Options options)
-      : pool_(pool),
+  ModelManager(size_t slots, Dispatcher* dispatcher, Options options)
+      : slots_(slots),
         dispatcher_(dispatcher),
         options_(std::move(options)),
         repository_(options_.repository) {}
@@ -78,6 +88,7 @@ class ModelManager {
   struct Slot {
     ModelStatus status;
     std::shared_ptr<Model> serving;
+    ModelStatus failed;  ///< the last version that failed to load while another served
   };
 
   /// Loads, warms up and registers one archive.
@@ -87,9 +98,9 @@ class ModelManager {
   /// The retirer thread: unloads drained versions, off every request thread.
   void UnloadRetired();
 
-  InterpreterPool* const pool_;
+  const size_t slots_;  // interpreters a model may run on
   Dispatcher* const dispatcher_;
-  const Options options_;
+  const Options options_;  // its loader is always set
   const ModelRepository repository_;
 
   std::mutex load_mu_;  // one load or unload at a time

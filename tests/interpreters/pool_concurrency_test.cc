@@ -1,4 +1,5 @@
-// Many threads calling into a few interpreters get correct results.
+// Many threads calling into a few interpreters get correct results, and the
+// pool spreads them over every interpreter.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -19,7 +20,14 @@ constexpr const char* kModel = R"PY(
 import torch
 
 class Scale(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = []             # one entry per call this instance served
+
     def forward(self, x, k):
+        # append is atomic; `+= 1` loses counts when two threads share an
+        # interpreter (the least busy one once all are busy) and the GIL switches.
+        self.calls.append(k)
         total = 0
         for i in range(k):          # Python-level work between tensor ops
             total += i
@@ -57,7 +65,20 @@ TEST_P(ConcurrencyTest, EightThreadsGetCorrectResults) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(errors.load(), 0);
-  EXPECT_LE(model.instances(), pool->size());
+  // Eight threads kept every interpreter busy: the load balancer must have
+  // handed each of them work (not funnelled every call into one), and each
+  // call ran exactly once, in one interpreter's own instance of the model.
+  // Read before the loop below, which would create missing instances.
+  EXPECT_EQ(model.instances(), pool->size());
+  int64_t total = 0;
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    Obj calls = model.In(s).Attr("calls");
+    int64_t served = s.Global("builtins", "len").CallWith({calls}).ToValue().to_int();
+    EXPECT_GT(served, 0) << "interpreter " << i << " of " << pool->size() << " served no call";
+    total += served;
+  }
+  EXPECT_EQ(total, 8 * 200);
 }
 
 INSTANTIATE_TEST_SUITE_P(TwoToFourInterpreters, ConcurrencyTest, ::testing::Values(2, 3, 4));

@@ -84,8 +84,8 @@ TEST_P(ExampleModelTest, MatchesEagerPyTorchInEveryInterpreter) {
 
 INSTANTIATE_TEST_SUITE_P(Models, ExampleModelTest,
                          ::testing::Values("resnet18", "resnet50", "mobilenet_v3_small",
-                                           "text_classifier", "python_heavy", "two_io",
-                                           "numpy_model"));
+                                           "text_classifier", "python_heavy", "mlp_loop",
+                                           "two_io", "numpy_model"));
 
 TEST(PackagedModelTest, WeightsAreSharedByEveryInterpreter) {
   auto pool = MakeModelPool(3);

@@ -1,7 +1,6 @@
-// FakeExecutable: an Executable with no Python, for unit tests of the
-// scheduler, the dispatcher and the model manager. Each call returns its
-// inputs times `factor`; a call whose first element is `hang_value` spins
-// until interrupted (or released). Thread-safe.
+// FakeExecutable: a Python-free Executable for unit tests: returns its inputs
+// times `factor`; a call whose first element is `hang_value` spins until
+// interrupted or released. Thread-safe.
 #pragma once
 
 #include <ATen/ATen.h>

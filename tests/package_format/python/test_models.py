@@ -108,6 +108,11 @@ class ExampleModelsTest(unittest.TestCase):
     def test_python_heavy(self):
         self.check_model("python_heavy", 4)
 
+    def test_mlp_loop(self):
+        _, _, result = self.check_model("mlp_loop", 5)
+        self.assertEqual(tuple(result.shape), (5, 64))
+        self.assertTrue(bool((result >= 0).all()))  # the last layer is a ReLU
+
     def test_two_io(self):
         _, args, result = self.check_model("two_io", None)
         self.assertTrue(torch.equal(result["SUM"], torch.tensor([11.0, 22.0, 33.0, 44.0])))

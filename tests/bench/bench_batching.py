@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""make bench-batching: throughput and latency with dynamic batching on and off.
+
+Starts two manypy-servers on the same repository, one with each model's
+dynamic batching on and one with it off (--model-config NAME:dynamic_batching=...),
+then drives them over gRPC with manypy-perf, alternating on and off in short
+windows so that this VM's speed drifts fall on both alike. Each configuration
+runs --repeats windows; the figures are medians over its windows.
+
+Writes a JSON list of {"model", "batching", "concurrency", "infer_per_s",
+"p50_ms", "p99_ms", "windows"} and prints the table and the ratios checked
+against the targets:
+  mlp_loop (Python-overhead-bound) at concurrency 64: on >= 2.5x off;
+  resnet18 at concurrency 16: on >= 1.0x off;
+  p50 at concurrency 1: on within 1.1x of off, for both models.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+
+CASES = [("mlp_loop", 64), ("mlp_loop", 1), ("resnet18", 16), ("resnet18", 1)]
+
+
+def start_server(binary, repository, models, batching, interpreters):
+    args = [binary, f"--model-repository={repository}", "--grpc-port=0",
+            "--model-control-mode=explicit", f"--interpreters={interpreters}",
+            "--log-level=warning"]
+    for m in models:
+        args += [f"--load-model={m}", f"--model-config={m}:dynamic_batching={str(batching).lower()}"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        found = re.search(r"listening on [^:]+:(\d+)", line)
+        if found:
+            return proc, int(found.group(1))
+    raise SystemExit(f"manypy-server ({'batching' if batching else 'no batching'}) did not start")
+
+
+def one_window(perf, port, model, concurrency, seconds):
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run([perf, "-m", model, "-u", f"127.0.0.1:{port}",
+                        "--concurrency", str(concurrency), "--warmup-seconds", "0.5",
+                        "--window-seconds", str(seconds), "--max-windows", "1",
+                        "--json", out.name, "--csv", os.devnull],
+                       check=True, stderr=subprocess.DEVNULL)
+        record = json.load(open(out.name))[0]
+    if record.get("errors"):
+        raise SystemExit(f"{model} c={concurrency}: errors {record['errors']}")
+    return record
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--repository", default="build/model-repository")
+    parser.add_argument("--out", default="bench-results/batching.json")
+    parser.add_argument("--repeats", type=int, default=7, help="windows per configuration")
+    parser.add_argument("--window-seconds", type=float, default=1.5)
+    parser.add_argument("--interpreters", type=int, default=2)
+    args = parser.parse_args()
+
+    binary = os.path.join(args.build, "bin", "manypy-server")
+    perf = os.path.join(args.build, "bin", "manypy-perf")
+    models = sorted({m for m, _ in CASES})
+    servers = {}
+    try:
+        for batching in (True, False):
+            servers[batching] = start_server(binary, args.repository, models, batching,
+                                             args.interpreters)
+        windows = {(m, c, b): [] for m, c in CASES for b in (True, False)}
+        for rep in range(args.repeats):
+            for model, concurrency in CASES:
+                for batching in ((True, False) if rep % 2 == 0 else (False, True)):
+                    record = one_window(perf, servers[batching][1], model, concurrency,
+                                        args.window_seconds)
+                    windows[(model, concurrency, batching)].append(record)
+            print(f"round {rep + 1}/{args.repeats} done", file=sys.stderr, flush=True)
+    finally:
+        for proc, _ in servers.values():
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+
+    results = []
+    for (model, concurrency, batching), records in windows.items():
+        results.append({
+            "model": model, "batching": batching, "concurrency": concurrency,
+            "infer_per_s": statistics.median(r["infer_per_s"] for r in records),
+            "p50_ms": statistics.median(r["p50_ms"] for r in records),
+            "p99_ms": statistics.median(r["p99_ms"] for r in records),
+            "windows": len(records),
+        })
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(results, f, indent=2)
+
+    def get(model, concurrency, batching):
+        return next(r for r in results if (r["model"], r["concurrency"], r["batching"]) ==
+                    (model, concurrency, batching))
+
+    print(f"{'model':<10} {'c':>3} {'batching':>8} {'infer/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
+    for r in results:
+        print(f"{r['model']:<10} {r['concurrency']:>3} {str(r['batching']):>8} "
+              f"{r['infer_per_s']:>9.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f}")
+    checks = [
+        ("mlp_loop c=64 throughput on/off >= 2.5",
+         get("mlp_loop", 64, True)["infer_per_s"] / get("mlp_loop", 64, False)["infer_per_s"], 2.5, True),
+        ("resnet18 c=16 throughput on/off >= 1.0",
+         get("resnet18", 16, True)["infer_per_s"] / get("resnet18", 16, False)["infer_per_s"], 1.0, True),
+        ("mlp_loop c=1 p50 on/off <= 1.1",
+         get("mlp_loop", 1, True)["p50_ms"] / get("mlp_loop", 1, False)["p50_ms"], 1.1, False),
+        ("resnet18 c=1 p50 on/off <= 1.1",
+         get("resnet18", 1, True)["p50_ms"] / get("resnet18", 1, False)["p50_ms"], 1.1, False),
+    ]
+    for name, ratio, target, at_least in checks:
+        holds = ratio >= target if at_least else ratio <= target
+        print(f"{name}: {ratio:.2f} ({'holds' if holds else 'MISSED'})")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
