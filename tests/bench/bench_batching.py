@@ -25,6 +25,8 @@ import sys
 import tempfile
 
 CASES = [("mlp_loop", 64), ("mlp_loop", 1), ("resnet18", 16), ("resnet18", 1)]
+# resnet18 takes ~65 ms an image on one core: longer windows for enough samples.
+WINDOW_SCALE = {"mlp_loop": 1.0, "resnet18": 3.0}
 
 
 def start_server(binary, repository, models, batching, interpreters):
@@ -59,7 +61,7 @@ def main():
     parser.add_argument("--build", default="build")
     parser.add_argument("--repository", default="build/model-repository")
     parser.add_argument("--out", default="bench-results/batching.json")
-    parser.add_argument("--repeats", type=int, default=7, help="windows per configuration")
+    parser.add_argument("--repeats", type=int, default=5, help="windows per configuration")
     parser.add_argument("--window-seconds", type=float, default=1.5)
     parser.add_argument("--interpreters", type=int, default=2)
     args = parser.parse_args()
@@ -77,7 +79,7 @@ def main():
             for model, concurrency in CASES:
                 for batching in ((True, False) if rep % 2 == 0 else (False, True)):
                     record = one_window(perf, servers[batching][1], model, concurrency,
-                                        args.window_seconds)
+                                        args.window_seconds * WINDOW_SCALE[model])
                     windows[(model, concurrency, batching)].append(record)
             print(f"round {rep + 1}/{args.repeats} done", file=sys.stderr, flush=True)
     finally:
