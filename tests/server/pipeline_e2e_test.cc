@@ -179,5 +179,24 @@ TEST_F(ServerTest, ModelConfigReportsSettingsAndDefaultTimeoutExpiresQueuedReque
   busy2.join();
 }
 
+TEST_F(ServerTest, ModelAskingForCudaOnACpuOnlyLibtorchFailsToLoadWithItsReason) {
+  StartServer({"--model-control-mode=explicit",
+               std::string("--model-repository=") + MANYPY_TEST_REPOSITORY + "/cuda"});
+  grpc::ClientContext load_ctx;
+  inference::RepositoryModelLoadRequest load;
+  load.set_model_name("needs_cuda");
+  inference::RepositoryModelLoadResponse loaded;
+  grpc::Status s = stub_->RepositoryModelLoad(&load_ctx, load, &loaded);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("without CUDA"), std::string::npos) << s.error_message();
+  grpc::ClientContext index_ctx;
+  inference::RepositoryIndexResponse index;
+  ASSERT_TRUE(stub_->RepositoryIndex(&index_ctx, inference::RepositoryIndexRequest(), &index).ok());
+  ASSERT_EQ(index.models_size(), 1);
+  EXPECT_EQ(index.models(0).state(), "UNAVAILABLE");
+  EXPECT_NE(index.models(0).reason().find("device 'cuda'"), std::string::npos)
+      << index.models(0).reason();
+}
+
 }  // namespace
 }  // namespace manypy

@@ -36,7 +36,12 @@ def main():
                           name="batched_double", inputs=[("X", "FP32", [2])],
                           outputs=[("Y", "FP32", [2])], max_batch_size=16,
                           batching={"dynamic": True, "max_queue_delay_microseconds": 2000})
-    print(f"wrote echo_all, failing, slow, spin, batched_double to {out}")
+    # Its own folder: a model this server's CPU-only libtorch must refuse to load.
+    os.makedirs(os.path.join(out, "cuda"), exist_ok=True)
+    manypy.package.export(m.Failing(), os.path.join(out, "cuda", "needs_cuda.mpk"),
+                          name="needs_cuda", inputs=[("INPUT__0", "FP32", [-1])],
+                          outputs=[("OUTPUT__0", "FP32", [-1])], device="cuda")
+    print(f"wrote echo_all, failing, slow, spin, batched_double, cuda/needs_cuda to {out}")
 
 
 if __name__ == "__main__":
