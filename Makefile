@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test serve demo models bench-pool bench-memory bench-batching clean
+.PHONY: all deps configure build test serve demo models bench-pool bench-memory bench-batching bench-http clean
 
 all: build
 
@@ -21,7 +21,7 @@ build: configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
 
-# Packages the example models, then serves them (gRPC on port 8001; Ctrl-C stops).
+# Packages the example models, then serves them (gRPC on port 8001, HTTP on 8000; Ctrl-C stops).
 serve: models
 	$(BUILD)/bin/manypy-server --model-repository $(BUILD)/model-repository
 
@@ -48,6 +48,11 @@ bench-memory: build
 bench-batching: models
 	/usr/bin/python3 tests/bench/bench_batching.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/batching.json
+
+# HTTP/REST (binary data) vs gRPC with manypy-perf (two_io and resnet18 at concurrency 1 and 16).
+bench-http: models
+	/usr/bin/python3 tests/bench/bench_http.py --build $(BUILD) \
+	  --repository $(BUILD)/model-repository --out bench-results/http.json
 
 clean:
 	rm -rf $(BUILD)

@@ -1,13 +1,23 @@
 #include "server/log.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include <c10/util/Logging.h>
+#include <glog/logging.h>
 
 namespace manypy {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
+std::atomic<bool> g_json{false};
+std::atomic<uint64_t> g_access_every{0};  // log one request in this many; 0: none
+std::atomic<uint64_t> g_access_seen{0};
 
 const char* Name(LogLevel level) {
   switch (level) {
@@ -17,6 +27,32 @@ const char* Name(LogLevel level) {
     case LogLevel::kVerbose: return "VERBOSE";
   }
   return "?";
+}
+
+std::string Timestamp() {
+  auto now = std::chrono::system_clock::now();
+  time_t seconds = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[64];
+  snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
+           utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(ms));
+  return text;
+}
+
+void Write(LogLevel level, const std::string& message, const std::string& json_fields) {
+  std::string line;
+  if (g_json.load()) {
+    line = "{\"ts\": \"" + Timestamp() + "\", \"level\": \"" + Name(level) +
+           "\", \"msg\": " + JsonString(message) +
+           (json_fields.empty() ? "" : ", " + json_fields) + "}\n";
+  } else {
+    line = std::string("manypy-server: ") + Name(level) + " " + message + "\n";
+  }
+  // One write per line, so lines from different threads never interleave.
+  ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
+  (void)ignored;
 }
 
 }  // namespace
@@ -29,14 +65,82 @@ void SetLogLevel(const std::string& level) {
   g_level = static_cast<int>(l);
 }
 
+void SetLogFormat(const std::string& format) { g_json = format == "json"; }
+
 bool LogEnabled(LogLevel level) { return static_cast<int>(level) <= g_level.load(); }
 
 void Log(LogLevel level, const std::string& message) {
-  if (!LogEnabled(level)) return;
-  std::string line = std::string("manypy-server: ") + Name(level) + " " + message + "\n";
-  // One write per line, so lines from different threads never interleave.
-  ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
-  (void)ignored;
+  if (LogEnabled(level)) Write(level, message, "");
+}
+
+void SetAccessLogFraction(double fraction) {
+  g_access_every = fraction <= 0 ? 0 : static_cast<uint64_t>(std::llround(1 / fraction));
+}
+
+bool AccessLogSampled() {
+  uint64_t every = g_access_every.load(std::memory_order_relaxed);
+  if (every == 0) return false;
+  return g_access_seen.fetch_add(1, std::memory_order_relaxed) % every == 0;
+}
+
+void LogAccess(const std::string& message, const std::string& json_fields) {
+  Write(LogLevel::kInfo, message, json_fields);
+}
+
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char esc[8];
+          snprintf(esc, sizeof(esc), "\\u%04x", c);
+          out += esc;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+namespace {
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+void InitLibraryLogging(const char* argv0) {
+  FLAGS_logtostderr = true;  // glog would otherwise write files under /tmp
+  if (!google::IsGoogleLoggingInitialized()) google::InitGoogleLogging(argv0);
+}
+
+// torch's module init (in each interpreter) lowers glog's minloglevel to c10's
+// caffe2_log_level: both are raised while interpreters start.
+QuietLibraryWarnings::QuietLibraryWarnings(std::string what)
+    : what_(std::move(what)),
+      saved_level_(FLAGS_minloglevel),
+      saved_c10_level_(FLAGS_caffe2_log_level),
+      start_(NowSeconds()) {
+  FLAGS_minloglevel = google::GLOG_ERROR;
+  FLAGS_caffe2_log_level = google::GLOG_ERROR;
+}
+
+QuietLibraryWarnings::~QuietLibraryWarnings() {
+  FLAGS_minloglevel = saved_level_;
+  FLAGS_caffe2_log_level = saved_c10_level_;
+  char text[32];
+  snprintf(text, sizeof(text), "%.2f", NowSeconds() - start_);
+  Log(LogLevel::kInfo, what_ + " in " + text +
+                           " s (libtorch's warnings meanwhile silenced: each extra interpreter's "
+                           "libtorch_python copy re-registers aten::get_gradients, harmlessly)");
 }
 
 }  // namespace manypy

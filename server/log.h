@@ -1,4 +1,5 @@
-// Server logging: one line per event on stderr, filtered by --log-level.
+// Server logging: one line per event on stderr, filtered by --log-level, as
+// text or JSON (--log-format), and the sampled access log (--access-log).
 // Thread-safe (each line is one write).
 #pragma once
 
@@ -10,8 +11,42 @@ enum class LogLevel { kError = 0, kWarning = 1, kInfo = 2, kVerbose = 3 };
 
 /// Sets the most detailed level printed; "error", "warning", "info" or "verbose".
 void SetLogLevel(const std::string& level);
+/// "text" (default): "manypy-server: LEVEL message"; "json": one object per
+/// line, {"ts": RFC 3339 UTC, "level", "msg"} plus any fields given.
+void SetLogFormat(const std::string& format);
 bool LogEnabled(LogLevel level);
-/// Prints "manypy-server: <LEVEL> message" if `level` is enabled.
+/// Prints the message if `level` is enabled.
 void Log(LogLevel level, const std::string& message);
+
+/// The fraction of requests the access log samples (0: off, 1: every one).
+void SetAccessLogFraction(double fraction);
+/// Whether this request is one of the sampled ones (cheap when off).
+bool AccessLogSampled();
+/// One access-log line (level INFO, always printed): `message` as text, or
+/// JSON with `json_fields` (`"k": v, ...` without braces) added.
+void LogAccess(const std::string& message, const std::string& json_fields);
+/// `text` as a JSON string literal, quotes included.
+std::string JsonString(const std::string& text);
+
+/// Initializes glog (used by libtorch) to log to stderr, so it does not print
+/// "Logging before InitGoogleLogging()". Call once, first thing in main.
+void InitLibraryLogging(const char* argv0);
+
+/// While alive, libtorch's glog warnings are dropped: starting interpreters
+/// prints "Overriding a previously registered kernel ... aten::get_gradients"
+/// once per extra interpreter (each loads its own libtorch_python copy, whose
+/// static registrations run again; harmless). Logs one line with the time
+/// taken instead. Not thread-safe: use on main's thread during startup.
+class QuietLibraryWarnings {
+ public:
+  explicit QuietLibraryWarnings(std::string what);
+  ~QuietLibraryWarnings();
+
+ private:
+  const std::string what_;
+  const int saved_level_;      // glog's minloglevel
+  const int saved_c10_level_;  // c10's caffe2_log_level
+  const double start_;
+};
 
 }  // namespace manypy

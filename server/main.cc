@@ -15,8 +15,10 @@
 #include "interpreters/pool.h"
 #include "server/blas_info.h"
 #include "server/grpc/grpc_frontend.h"
+#include "server/http/http_frontend.h"
 #include "server/inference/dispatcher.h"
 #include "server/log.h"
+#include "server/metrics/metrics_server.h"
 #include "server/models/model_manager.h"
 #include "server/server_options.h"
 
@@ -63,7 +65,10 @@ int main(int argc, char** argv) {
     fputs(ServerUsage().c_str(), stdout);
     return 0;
   }
+  InitLibraryLogging(argv[0]);
   SetLogLevel(options->log_level);
+  SetLogFormat(options->log_format);
+  SetAccessLogFraction(options->access_log_fraction);
   // Every thread inherits this mask; only main receives the stop signals (sigwait).
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -74,12 +79,23 @@ int main(int argc, char** argv) {
   PoolOptions pool_options;
   pool_options.interpreters = options->interpreters;
   pool_options.cache_dir = options->cache_dir;
-  auto pool = InterpreterPool::Create(pool_options);
+  auto pool = [&] {
+    QuietLibraryWarnings quiet("interpreters started");
+    return InterpreterPool::Create(pool_options);
+  }();
   if (!pool.ok()) return Fail("cannot start the interpreter pool: " + pool.status().ToString());
 
   LogMathLibraries((*pool)->size());
 
   Dispatcher dispatcher({(*pool)->size()});
+  // Metrics: before any model loads; destroyed after the model manager.
+  std::unique_ptr<MetricsServer> metrics;
+  if (options->metrics) {
+    auto started = MetricsServer::Start({options->metrics_address, options->metrics_port}, &dispatcher);
+    if (!started.ok()) return Fail(started.status().ToString());
+    metrics = std::move(*started);
+    printf("manypy-server: metrics listening on %s\n", metrics->url().c_str());
+  }
   auto models = ModelManager::Create(pool->get(), &dispatcher,
                                      {options->model_repository, options->explicit_model_control,
                                       options->load_models, options->serving});
@@ -107,6 +123,16 @@ int main(int argc, char** argv) {
   if (server == nullptr || port == 0) return Fail("cannot listen on " + address);
   auto* health = server->GetHealthCheckService();
   health->SetServingStatus(true);
+  // HTTP/REST: the same request path; its line comes before the final "listening on".
+  std::unique_ptr<HttpFrontend> http;
+  if (options->http) {
+    auto started = HttpFrontend::Start(
+        models->get(), {options->http_address, options->http_port, 2, options->explicit_model_control,
+                        {static_cast<uint64_t>(options->max_message_bytes), std::chrono::seconds(30)}});
+    if (!started.ok()) return Fail(started.status().ToString());
+    http = std::move(*started);
+    printf("manypy-server: HTTP listening on %s:%d\n", options->http_address.c_str(), http->port());
+  }
   health->SetServingStatus(kServiceName, true);
   printf("manypy-server: listening on %s:%d, %zu model(s) ready, %zu interpreters\n",
          options->grpc_address.c_str(), port, ready, (*pool)->size());
@@ -118,6 +144,7 @@ int main(int argc, char** argv) {
                            ": draining in-flight requests (grace period " +
                            std::to_string(options->grace_period_seconds) + " s)");
   frontend.StartDraining();
+  if (http) http->StartDraining();
   health->SetServingStatus(false);
   const auto grace = std::chrono::seconds(options->grace_period_seconds);
   // A backstop: whatever hangs (a native call holding a GIL, gRPC), the
@@ -130,6 +157,7 @@ int main(int argc, char** argv) {
   // New requests are refused; queued and running ones may finish until the deadline.
   bool drained = dispatcher.Drain(std::chrono::steady_clock::now() + grace);
   size_t stuck = drained ? 0 : dispatcher.Abandon();
+  if (http) http->Stop();  // every inference is answered: write the last replies, close
   // Every inference call is answered now; this ends the remaining calls (streams).
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server->Wait();

@@ -49,6 +49,15 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
   else if (flag == "grpc-port") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 65535, &n));
     o->grpc_port = static_cast<int>(n);
+  } else if (flag == "http-port") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 65535, &n));
+    o->http_port = static_cast<int>(n);
+  } else if (flag == "http-address") o->http_address = value;
+  else if (flag == "http" || flag == "no-http") {
+    if (value != "true" && value != "false") {
+      return InvalidArgument("--" + flag + " is true or false, got '" + value + "'");
+    }
+    o->http = (value == "true") == (flag == "http");
   } else if (flag == "interpreters") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 256, &n));
     o->interpreters = static_cast<size_t>(n);
@@ -87,6 +96,29 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
     Status ok = CheckModelSetting(key, setting);
     if (!ok.ok()) return InvalidArgument("--model-config " + value + ": " + ok.message());
     o->serving.overrides[value.substr(0, colon)][key] = setting;
+  } else if (flag == "metrics-port") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 65535, &n));
+    o->metrics_port = static_cast<int>(n);
+  } else if (flag == "metrics-address") o->metrics_address = value;
+  else if (flag == "metrics" || flag == "no-metrics") {
+    if (value != "true" && value != "false") {
+      return InvalidArgument("--" + flag + " is true or false, got '" + value + "'");
+    }
+    o->metrics = (value == "true") == (flag == "metrics");
+  } else if (flag == "log-format") {
+    if (value != "text" && value != "json") {
+      return InvalidArgument("--log-format is text or json, got '" + value + "'");
+    }
+    o->log_format = value;
+  } else if (flag == "access-log") {
+    try {
+      size_t used = 0;
+      double f = std::stod(value, &used);
+      if (used != value.size() || !(f >= 0 && f <= 1)) throw std::out_of_range(value);
+      o->access_log_fraction = f;
+    } catch (const std::exception&) {
+      return InvalidArgument("--access-log needs a fraction in [0, 1], got '" + value + "'");
+    }
   } else if (flag == "cache-dir") o->cache_dir = value;
   else if (flag == "config") return ApplyConfigFile(value, o);
   else return InvalidArgument("unknown flag --" + flag + " (see --help)");
@@ -105,6 +137,10 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              repository, ../model-repository beside this binary)
   --grpc-address=ADDR        address to listen on (default 0.0.0.0)
   --grpc-port=PORT           gRPC port (default 8001; 0 picks a free port)
+  --http-port=PORT           KServe v2 REST (HTTP/JSON, Triton's binary-data
+                             extension) port (default 8000; 0 picks a free port)
+  --http-address=ADDR        address of the HTTP endpoint (default 0.0.0.0)
+  --no-http                  no HTTP endpoint
   --interpreters=N           Python interpreters in the pool (default: one per core)
   --model-control-mode=MODE  none: load every model at start (default);
                              explicit: load only --load-model models, then on
@@ -131,6 +167,15 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              warmup_runs, dynamic_batching (true/false),
                              max_queue_delay_microseconds
   --log-level=LEVEL          error, warning, info (default) or verbose
+  --log-format=FORMAT        text (default) or json: one JSON object per line
+                             ({"ts", "level", "msg"}) on stderr
+  --access-log=FRACTION      log this fraction of inference requests, sampled
+                             (1: every one; default 0: none): model, version,
+                             id, outcome, total/queue/compute milliseconds
+  --metrics-port=PORT        Prometheus metrics on http://ADDR:PORT/metrics
+                             (default 8002; 0 picks a free port, logged)
+  --metrics-address=ADDR     address of the metrics endpoint (default 0.0.0.0)
+  --no-metrics               no metrics endpoint
   --cache-dir=DIR            where prepared interpreter libraries are cached
   --config=FILE              read flags from FILE, one flag=value per line
   --help                     this text
@@ -145,6 +190,14 @@ StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv, bool* help) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       *help = true;
+      continue;
+    }
+    if (arg == "--no-metrics") {  // the one flag without a value
+      o.metrics = false;
+      continue;
+    }
+    if (arg == "--no-http") {  // without a value, like --no-metrics
+      o.http = false;
       continue;
     }
     if (arg.rfind("--", 0) != 0) return InvalidArgument("unexpected argument '" + arg + "' (see --help)");

@@ -15,12 +15,20 @@ struct ServerOptions {
   std::string model_repository;  ///< default: ../model-repository beside the binary
   std::string grpc_address = "0.0.0.0";
   int grpc_port = 8001;
+  bool http = true;  ///< the KServe v2 REST endpoint on
+  std::string http_address = "0.0.0.0";
+  int http_port = 8000;  ///< 0 picks a free port
   size_t interpreters = 0;  ///< 0: one per core
   bool explicit_model_control = false;
   std::vector<std::string> load_models;
   int max_message_bytes = 64 << 20;
   int grace_period_seconds = 30;
   std::string log_level = "info";
+  std::string log_format = "text";  ///< "text" or "json" (one object per line)
+  double access_log_fraction = 0;   ///< of requests logged, sampled; 0: none
+  bool metrics = true;              ///< Prometheus endpoint on
+  std::string metrics_address = "0.0.0.0";
+  int metrics_port = 8002;  ///< GET /metrics; 0 picks a free port
   std::string cache_dir;
   /// Queue, execution-limit and warm-up defaults and per-model overrides.
   ServingDefaults serving;

@@ -17,18 +17,10 @@ void SleepSeconds(double s) {
 
 }  // namespace
 
-LoadRunner::LoadRunner(const client::InferenceClient* client, client::InferInputs inputs,
-                       const PerfOptions& options)
-    : client_(client), inputs_(std::move(inputs)), options_(options) {
-  infer_options_.model_name = options.model;
-  infer_options_.model_version = options.model_version;
-  infer_options_.timeout = std::chrono::milliseconds(options.timeout_ms);
-}
-
-void LoadRunner::SendOne(Recorder* recorder, Clock::time_point start) const {
-  StatusOr<client::InferResult> r = client_->Infer(inputs_, infer_options_);
+void LoadRunner::SendOne(const Sender& send, Recorder* recorder, Clock::time_point start) {
+  Status status = send();
   int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-  recorder->Add({ns, StatusCodeName(r.status().code())});
+  recorder->Add({ns, StatusCodeName(status.code())});
 }
 
 StepSummary LoadRunner::Measure(Recorder* recorder, const std::string& label) const {
@@ -73,7 +65,8 @@ StepSummary LoadRunner::RunClosedLoop(int concurrency) {
   std::vector<std::thread> threads;
   for (int i = 0; i < concurrency; ++i) {
     threads.emplace_back([&] {
-      while (!stop.load(std::memory_order_relaxed)) SendOne(&recorder, Clock::now());
+      Sender send = senders_();
+      while (!stop.load(std::memory_order_relaxed)) SendOne(send, &recorder, Clock::now());
     });
   }
   StepSummary s = Measure(&recorder, "concurrency " + std::to_string(concurrency));
@@ -92,6 +85,7 @@ StepSummary LoadRunner::RunOpenLoop(double rate) {
   std::vector<std::thread> senders;
   for (int i = 0; i < options_.max_threads; ++i) {
     senders.emplace_back([&] {
+      Sender send = senders_();
       for (;;) {
         std::unique_lock<std::mutex> lock(mutex);
         ready.wait(lock, [&] { return stop || !due.empty(); });
@@ -99,7 +93,7 @@ StepSummary LoadRunner::RunOpenLoop(double rate) {
         Clock::time_point scheduled = due.front();
         due.pop_front();
         lock.unlock();
-        SendOne(&recorder, scheduled);
+        SendOne(send, &recorder, scheduled);
       }
     });
   }

@@ -4,18 +4,23 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 
-#include "clients/cpp/inference_client.h"
 #include "clients/perf/perf_options.h"
 #include "clients/perf/step_stats.h"
 
 namespace manypy::perf {
 
+/// Sends one request and waits for its reply: the reply's status.
+using Sender = std::function<Status()>;
+/// Makes the sender of one sender thread (gRPC: a call on a shared client;
+/// HTTP: a connection of its own).
+using SenderFactory = std::function<Sender()>;
+
 class LoadRunner {
  public:
-  /// `client` must outlive the runner.
-  LoadRunner(const client::InferenceClient* client, client::InferInputs inputs,
-             const PerfOptions& options);
+  LoadRunner(SenderFactory senders, const PerfOptions& options)
+      : senders_(std::move(senders)), options_(options) {}
 
   /// `concurrency` threads, each sending its next request when the last returns.
   StepSummary RunClosedLoop(int concurrency);
@@ -26,14 +31,12 @@ class LoadRunner {
  private:
   using Clock = std::chrono::steady_clock;
   /// Sends one request and records its latency since `start`.
-  void SendOne(Recorder* recorder, Clock::time_point start) const;
+  static void SendOne(const Sender& send, Recorder* recorder, Clock::time_point start);
   /// Warm-up, then windows until two agree or max_windows; summarizes the last two.
   StepSummary Measure(Recorder* recorder, const std::string& label) const;
 
-  const client::InferenceClient* const client_;
-  const client::InferInputs inputs_;
+  const SenderFactory senders_;
   const PerfOptions options_;
-  client::InferOptions infer_options_;
 };
 
 }  // namespace manypy::perf

@@ -1,9 +1,10 @@
 // manypy-perf: measures throughput and latency of one model on any Open
-// Inference Protocol gRPC server. See PerfUsage() (--help) for the flags.
+// Inference Protocol server, over gRPC or HTTP/REST (-i http). See PerfUsage() (--help) for the flags.
 #include <fstream>
 #include <iostream>
 
 #include "clients/cpp/inference_client.h"
+#include "clients/perf/http_sender.h"
 #include "clients/perf/input_data.h"
 #include "clients/perf/load_runner.h"
 #include "clients/perf/perf_options.h"
@@ -27,19 +28,45 @@ int main(int argc, char** argv) {
     std::cout << perf::PerfUsage();
     return 0;
   }
-  auto created = client::InferenceClient::Create(options.url);
-  if (!created.ok()) return Fail(created.status());
-  const client::InferenceClient& client = **created;
-
-  auto metadata = client.ModelMetadata(options.model, options.model_version);
+  // The model's signature and batching, then one sender per sender thread.
+  StatusOr<inference::ModelMetadataResponse> metadata = Internal("no metadata");
+  StatusOr<inference::ModelConfigResponse> config = Internal("no config");
+  std::unique_ptr<client::InferenceClient> grpc_client;
+  if (options.protocol == "http") {
+    perf::HttpSender probe(options.url, options.timeout_ms);
+    metadata = probe.ModelMetadata(options.model, options.model_version);
+    config = probe.ModelConfig(options.model, options.model_version);
+  } else {
+    auto created = client::InferenceClient::Create(options.url);
+    if (!created.ok()) return Fail(created.status());
+    grpc_client = std::move(*created);
+    metadata = grpc_client->ModelMetadata(options.model, options.model_version);
+    config = grpc_client->ModelConfig(options.model, options.model_version);
+  }
   if (!metadata.ok()) return Fail(metadata.status());
   // Servers without ModelConfig (or models without one) are taken as not batching.
-  auto config = client.ModelConfig(options.model, options.model_version);
   bool batching = config.ok() && config->config().max_batch_size() > 0;
-  auto inputs = perf::MakeInputs(*metadata, batching, options);
-  if (!inputs.ok()) return Fail(inputs.status());
+  auto made = perf::MakeInputs(*metadata, batching, options);
+  if (!made.ok()) return Fail(made.status());
+  const client::InferInputs inputs = std::move(*made);
 
-  perf::LoadRunner runner(&client, std::move(*inputs), options);
+  perf::SenderFactory senders;
+  if (options.protocol == "http") {
+    senders = [&]() -> perf::Sender {
+      auto sender = std::make_shared<perf::HttpSender>(options.url, options.timeout_ms);
+      sender->SetInferRequest(options.model, options.model_version, inputs);
+      return [sender] { return sender->Infer(); };
+    };
+  } else {
+    client::InferOptions infer;
+    infer.model_name = options.model;
+    infer.model_version = options.model_version;
+    infer.timeout = std::chrono::milliseconds(options.timeout_ms);
+    senders = [&, infer]() -> perf::Sender {
+      return [&, infer] { return grpc_client->Infer(inputs, infer).status(); };
+    };
+  }
+  perf::LoadRunner runner(senders, options);
   std::vector<perf::StepSummary> steps;
   if (!options.rates.empty()) {
     for (double rate : options.rates) steps.push_back(runner.RunOpenLoop(rate));
@@ -56,7 +83,7 @@ int main(int argc, char** argv) {
   }
   if (!options.json_path.empty()) {
     std::ofstream json(options.json_path);
-    perf::WriteJson(steps, json);
+    perf::WriteJson(steps, json, options.protocol);
     if (!json) return Fail(Internal("cannot write " + options.json_path));
   }
   return 0;

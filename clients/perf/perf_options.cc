@@ -32,13 +32,16 @@ Status Number(const std::string& flag, const std::string& text, T* out) {
 }  // namespace
 
 std::string PerfUsage() {
-  return R"(manypy-perf: load generator for any Open Inference Protocol (KServe v2 / Triton) gRPC server.
+  return R"(manypy-perf: load generator for any Open Inference Protocol (KServe v2 / Triton) server,
+over gRPC or HTTP/REST.
 
 Usage: manypy-perf -m MODEL [-u HOST:PORT] [options]
 
   -m, --model NAME           model to load (required)
   -x, --model-version V      model version (default: the server's choice)
-  -u, --url HOST:PORT        server address (default localhost:8001)
+  -u, --url HOST:PORT        server address (default localhost:8001; -i http: localhost:8000)
+  -i, --protocol P           grpc (default) or http: KServe v2 REST on one keep-alive
+                             connection per sender thread, inputs and outputs as binary data
   --concurrency LIST         closed loop: comma-separated levels, e.g. 1,4,16,64 (default 1);
                              each level runs that many threads sending requests back to back
   --rate LIST                open loop instead: comma-separated request rates (requests/s)
@@ -69,6 +72,7 @@ succeeded), and errors by status code. Progress goes to stderr, one line per win
 
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   PerfOptions o;
+  bool url_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i], value;
     size_t eq = flag.find('=');
@@ -88,7 +92,13 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     Status s = Status::Ok();
     if (flag == "-m" || flag == "--model") o.model = value;
     else if (flag == "-x" || flag == "--model-version") o.model_version = value;
-    else if (flag == "-u" || flag == "--url") o.url = value;
+    else if (flag == "-u" || flag == "--url") {
+      o.url = value;
+      url_given = true;
+    } else if (flag == "-i" || flag == "--protocol") {
+      if (value != "grpc" && value != "http") return InvalidArgument("--protocol is grpc or http");
+      o.protocol = value;
+    }
     else if (flag == "--concurrency") {
       o.concurrency.clear();
       for (const auto& p : Split(value, ',')) {
@@ -129,6 +139,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     if (!s.ok()) return s;
   }
   if (o.help) return o;
+  if (o.protocol == "http" && !url_given) o.url = "localhost:8000";
   if (o.model.empty()) return InvalidArgument("-m MODEL is required (see --help)");
   if (o.concurrency.empty()) return InvalidArgument("--concurrency needs at least one level");
   if (o.window_seconds <= 0) return InvalidArgument("--window-seconds must be > 0");

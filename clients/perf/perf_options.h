@@ -13,7 +13,8 @@ namespace manypy::perf {
 struct PerfOptions {
   std::string model;
   std::string model_version;
-  std::string url = "localhost:8001";
+  std::string url = "localhost:8001";  ///< -i http without -u: localhost:8000
+  std::string protocol = "grpc";      ///< "grpc" or "http" (KServe v2 REST, binary data)
   /// Closed loop: one step per level, that many requests always in flight.
   std::vector<int> concurrency = {1};
   /// Open loop (when non-empty, replaces concurrency): one step per rate, requests/s.

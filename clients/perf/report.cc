@@ -20,7 +20,7 @@ void WriteCsv(const std::vector<StepSummary>& steps, std::ostream& out) {
   }
 }
 
-void WriteJson(const std::vector<StepSummary>& steps, std::ostream& out) {
+void WriteJson(const std::vector<StepSummary>& steps, std::ostream& out, const std::string& protocol) {
   out << std::fixed << std::setprecision(4) << "[";
   for (size_t i = 0; i < steps.size(); ++i) {
     const StepSummary& s = steps[i];
@@ -38,7 +38,7 @@ void WriteJson(const std::vector<StepSummary>& steps, std::ostream& out) {
       first = false;
     }
     out << "}, \"windows\": " << s.windows << ", \"stable\": " << (s.stable ? "true" : "false")
-        << "}";
+        << ", \"protocol\": \"" << protocol << "\"}";
   }
   out << "\n]\n";
 }

@@ -5,8 +5,7 @@
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/grpc_stream.h"
 #include "server/grpc/protocol_metadata.h"
-#include "server/inference/prepare.h"
-#include "server/inference/output_encoder.h"
+#include "server/models/wire_infer.h"
 
 namespace manypy {
 namespace {
@@ -25,32 +24,6 @@ Clock::time_point SteadyDeadline(const grpc::CallbackServerContext* ctx) {
   auto left = ctx->deadline() - std::chrono::system_clock::now();
   if (left > std::chrono::hours(24 * 365)) return Clock::time_point::max();  // none given
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(left);
-}
-
-RequestPtr PrepareFromWire(ModelManager* models, const inference::ModelInferRequest& wire,
-                           grpc::CallbackServerContext* ctx, std::shared_ptr<Model>* model,
-                           Status* status) {
-  auto request = std::make_unique<InferenceRequest>();
-  request->times.received = Clock::now();
-  auto found = models->Get(wire.model_name(), wire.model_version());
-  if (!found.ok()) {
-    *status = found.status();
-    return request;
-  }
-  *model = std::move(*found);
-  *status = PrepareRequest(wire, (*model)->manifest(), (*model)->settings().default_timeout,
-                           SteadyDeadline(ctx), request.get());
-  request->cancelled = [ctx] { return ctx->IsCancelled(); };
-  request->times.prepared = Clock::now();
-  return request;
-}
-
-void FillResponseHeader(const Manifest& m, const inference::ModelInferRequest& wire,
-                        inference::ModelInferResponse* response) {
-  response->set_model_name(m.name);
-  response->set_model_version(std::to_string(m.version));
-  response->set_id(wire.id());
-  *response->mutable_parameters() = wire.parameters();
 }
 
 }  // namespace
@@ -147,24 +120,10 @@ GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelUnload(
 void InferFromWire(ModelManager* models, grpc::CallbackServerContext* ctx,
                    const inference::ModelInferRequest* wire, inference::ModelInferResponse* response,
                    std::function<void(const Status&)> reply) {
-  std::shared_ptr<Model> model;
-  Status status;
-  RequestPtr request = PrepareFromWire(models, *wire, ctx, &model, &status);
-  request->reply = std::move(reply);
-  if (model == nullptr) {
-    request->reply(status);  // no model to count it against
-    return;
-  }
-  const Manifest* m = &model->manifest();  // the model outlives its requests
-  request->encode = [m, wire, response](std::vector<Value>& outputs) {
-    FillResponseHeader(*m, *wire, response);
-    return EncodeOutputs(outputs, *m, *wire, response);
-  };
-  if (!status.ok()) {
-    model->Reject(std::move(request), status);
-    return;
-  }
-  model->Infer(std::move(request));
+  WireCallOptions options;
+  options.deadline = SteadyDeadline(ctx);
+  options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  InferWire(models, wire, response, std::move(options), std::move(reply));
 }
 
 GrpcFrontend::Reactor* GrpcFrontend::ModelInfer(Ctx* ctx, const inference::ModelInferRequest* request,

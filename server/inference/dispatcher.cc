@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "server/inference/batch_assembly.h"
+#include "server/inference/inference_observer.h"
 
 namespace manypy {
 namespace {
@@ -72,15 +73,14 @@ void Dispatcher::LeaveIfDrained(const std::shared_ptr<ModelQueue>& model) {
   idle_cv_.notify_all();
 }
 
-void Dispatcher::Submit(const std::shared_ptr<ModelQueue>& model, RequestPtr request) {
+RequestPtr Dispatcher::Submit(const std::shared_ptr<ModelQueue>& model, RequestPtr request) {
   Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) {
       status = Unavailable("the server is shutting down");
     } else if (model->left_) {  // a handle taken before the swap, used after the drain
-      status = Unavailable("model '" + model->manifest().name + "' version " +
-                           std::to_string(model->manifest().version) + " was unloaded");
+      return request;
     } else {
       Clock::time_point deadline = request->deadline;
       status = model->scheduler_->Enqueue(&request);
@@ -89,9 +89,10 @@ void Dispatcher::Submit(const std::shared_ptr<ModelQueue>& model, RequestPtr req
   }
   if (!status.ok()) {
     FinishRequest(*model, std::move(request), status, {}, 0);
-    return;
+    return nullptr;
   }
   work_cv_.notify_one();
+  return nullptr;
 }
 
 Dispatcher::ExecutionPtr Dispatcher::FindWork(
@@ -172,11 +173,16 @@ void Dispatcher::Run(size_t slot, Execution& execution) {
     r->times.started = execution.started;
     rows += r->batch_rows;
   }
+  InferenceObserver* observer = GetInferenceObserver();
+  if (observer != nullptr) observer->OnExecutionStarted(m.name, m.version, slot);
   std::vector<Value> inputs = JoinInputs(execution.requests);
-  StatusOr<std::vector<Value>> outputs = model.executable().Run(slot, inputs, &execution.hook);
+  std::string error_type;
+  StatusOr<std::vector<Value>> outputs =
+      model.executable().RunReportingError(slot, inputs, &execution.hook, &error_type);
   inputs.clear();
   Clock::time_point computed = Clock::now();
-  RecordExecution(model, rows);
+  if (execution.hook.fired()) error_type.clear();  // our interrupt, not the model's exception
+  RecordExecution(model, slot, rows, execution.started, computed, error_type);
 
   Status status = outputs.ok() ? Status::Ok() : outputs.status();
   if (execution.hook.fired()) {
@@ -277,9 +283,14 @@ size_t Dispatcher::Abandon() {
     for (auto& r : e->requests) {
       // The worker may still read the inputs; replying touches only the frontend's side.
       e->model->stats().fail_count++;
-      r->reply({StatusCode::kUnavailable, "model '" + e->model->manifest().name +
-                                              "' was still running the request when the "
-                                              "server shut down"});
+      Status status{StatusCode::kUnavailable, "model '" + e->model->manifest().name +
+                                                  "' was still running the request when the "
+                                                  "server shut down"};
+      if (InferenceObserver* observer = GetInferenceObserver()) {
+        observer->OnRequestFinished(e->model->manifest().name, e->model->manifest().version,
+                                    r->id, status, r->times, 0);
+      }
+      r->reply(status);
     }
   }
   return stuck.size();
@@ -288,6 +299,16 @@ size_t Dispatcher::Abandon() {
 size_t Dispatcher::queued(const ModelQueue& model) const {
   std::lock_guard<std::mutex> lock(mu_);
   return model.scheduler_->queued();
+}
+
+std::vector<Dispatcher::ModelLoad> Dispatcher::Loads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ModelLoad> out;
+  for (const auto& model : models_) {
+    out.push_back({model->manifest().name, model->manifest().version,
+                   model->scheduler_->queued(), model->running_});
+  }
+  return out;
 }
 
 size_t Dispatcher::running(const ModelQueue& model) const {

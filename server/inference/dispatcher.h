@@ -32,15 +32,18 @@ class Dispatcher {
   void Add(std::shared_ptr<ModelQueue> model);
   /// `model` is being replaced or unloaded: it still takes requests from
   /// handles taken before (a reload fails no request) and leaves once
-  /// nothing is queued or running; after that it refuses them (UNAVAILABLE).
+  /// nothing is queued or running; after that Submit hands them back.
   /// `Drained` tells when it has left.
   void Retire(const std::shared_ptr<ModelQueue>& model);
   bool Drained(const ModelQueue& model) const;
 
-  /// Hands a prepared request to its model's scheduler. When it cannot be
-  /// queued (queue full: RESOURCE_EXHAUSTED; retired model or shutting down:
-  /// UNAVAILABLE) it is finished at once with that error.
-  void Submit(const std::shared_ptr<ModelQueue>& model, RequestPtr request);
+  /// Hands a prepared request to its model's scheduler and returns null. When
+  /// it cannot be queued (queue full: RESOURCE_EXHAUSTED; shutting down:
+  /// UNAVAILABLE) it is finished at once with that error. When `model` has
+  /// left (a handle taken before a reload or unload, used after the old
+  /// version drained) the request is returned untouched: the caller looks the
+  /// model up again.
+  [[nodiscard]] RequestPtr Submit(const std::shared_ptr<ModelQueue>& model, RequestPtr request);
 
   /// Shutdown: refuses new requests, then waits until nothing is queued or
   /// running, at most until `deadline`. Returns whether everything drained.
@@ -52,6 +55,16 @@ class Dispatcher {
 
   size_t queued(const ModelQueue& model) const;
   size_t running(const ModelQueue& model) const;
+
+  /// One dispatched model version's load right now (for metrics at scrape time).
+  struct ModelLoad {
+    std::string name;
+    int64_t version = 0;
+    size_t queued = 0;
+    size_t running = 0;
+  };
+  std::vector<ModelLoad> Loads() const;
+  size_t slots() const { return options_.slots; }
 
  private:
   struct Execution {

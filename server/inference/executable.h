@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -50,6 +51,15 @@ class Executable {
   /// can be interrupted, `hook` is armed.
   virtual StatusOr<std::vector<Value>> Run(size_t slot, const std::vector<Value>& inputs,
                                            InterruptHook* hook) = 0;
+  /// As Run; when the model raised an exception, also names its type in
+  /// `*error_type` (e.g. "ValueError"; for metrics). By default, Run.
+  virtual StatusOr<std::vector<Value>> RunReportingError(size_t slot,
+                                                         const std::vector<Value>& inputs,
+                                                         InterruptHook* hook,
+                                                         std::string* error_type) {
+    (void)error_type;
+    return Run(slot, inputs, hook);
+  }
 };
 
 }  // namespace manypy

@@ -1,20 +1,56 @@
-// FinishRequest and RecordExecution (declared in model_queue.h).
-#include "server/inference/model_queue.h"
+// FinishRequest, FinishUnrouted and RecordExecution (declared in
+// model_queue.h), and the observer they report to (inference_observer.h).
+#include <atomic>
+#include <cstdio>
 
+#include "server/inference/inference_observer.h"
+#include "server/inference/model_queue.h"
 #include "server/log.h"
 
 namespace manypy {
 namespace {
+
+std::atomic<InferenceObserver*> g_observer{nullptr};
 
 uint64_t Nanos(Clock::time_point a, Clock::time_point b) {
   if (a == Clock::time_point{} || b < a) return 0;
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count());
 }
 
+double Millis(Clock::time_point a, Clock::time_point b) { return static_cast<double>(Nanos(a, b)) / 1e6; }
+
+// One sampled access-log line (--access-log).
+void MaybeLogAccess(const std::string& name, int64_t version, const InferenceRequest& request,
+                    const Status& status, int64_t batch_rows) {
+  if (!AccessLogSampled()) return;
+  const RequestTimes& t = request.times;
+  char ms[96];
+  snprintf(ms, sizeof(ms), "total_ms=%.3f queue_ms=%.3f compute_ms=%.3f",
+           Millis(t.received, t.finished), Millis(t.prepared, t.started),
+           Millis(t.started, t.computed));
+  std::string code = StatusCodeName(status.code());
+  std::string text = "access model=" + name + " version=" + std::to_string(version) + " id=" +
+                     JsonString(request.id) + " status=" + code + " rows=" +
+                     std::to_string(request.batch_rows) + " batch=" + std::to_string(batch_rows) +
+                     " " + ms;
+  char json_ms[128];
+  snprintf(json_ms, sizeof(json_ms), "\"total_ms\": %.3f, \"queue_ms\": %.3f, \"compute_ms\": %.3f",
+           Millis(t.received, t.finished), Millis(t.prepared, t.started),
+           Millis(t.started, t.computed));
+  LogAccess(text, "\"access\": true, \"model\": " + JsonString(name) + ", \"version\": " +
+                      std::to_string(version) + ", \"id\": " + JsonString(request.id) +
+                      ", \"status\": \"" + code + "\", \"rows\": " +
+                      std::to_string(request.batch_rows) + ", \"batch\": " +
+                      std::to_string(batch_rows) + ", " + json_ms);
+}
+
 }  // namespace
 
+void SetInferenceObserver(InferenceObserver* observer) { g_observer.store(observer); }
+InferenceObserver* GetInferenceObserver() { return g_observer.load(std::memory_order_acquire); }
+
 void FinishRequest(const ModelQueue& model, RequestPtr request, Status status,
-                   std::vector<Value> outputs, int64_t) {
+                   std::vector<Value> outputs, int64_t batch_rows) {
   RequestTimes& t = request->times;
   if (status.ok()) status = request->encode(outputs);
   t.finished = Clock::now();
@@ -42,12 +78,31 @@ void FinishRequest(const ModelQueue& model, RequestPtr request, Status status,
           "request '" + request->id + "' to " + model.manifest().name + " failed: " + status.ToString());
     }
   }
+  if (InferenceObserver* observer = GetInferenceObserver()) {
+    observer->OnRequestFinished(model.manifest().name, model.manifest().version, request->id,
+                                status, t, batch_rows);
+  }
+  MaybeLogAccess(model.manifest().name, model.manifest().version, *request, status, batch_rows);
   request->reply(status);
 }
 
-void RecordExecution(const ModelQueue& model, int64_t rows) {
+void FinishUnrouted(const std::string& name, RequestPtr request, const Status& status) {
+  request->times.finished = Clock::now();
+  if (InferenceObserver* observer = GetInferenceObserver()) {
+    observer->OnRequestFinished(name, 0, request->id, status, request->times, 0);
+  }
+  MaybeLogAccess(name, 0, *request, status, 0);
+  request->reply(status);
+}
+
+void RecordExecution(const ModelQueue& model, size_t slot, int64_t rows, Clock::time_point started,
+                     Clock::time_point ended, const std::string& error_type) {
   model.stats().execution_count++;
   model.stats().inference_count += static_cast<uint64_t>(rows);
+  if (InferenceObserver* observer = GetInferenceObserver()) {
+    observer->OnExecutionFinished(model.manifest().name, model.manifest().version, slot, rows,
+                                  started, ended, error_type);
+  }
 }
 
 }  // namespace manypy

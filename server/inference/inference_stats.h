@@ -1,9 +1,16 @@
 // InferenceStats: cumulative counters of one model version in the shape of
-// the protocol's InferStatistics. Thread-safe (atomic counters).
+// the protocol's InferStatistics, and the registry that keeps them per
+// (name, version) across reloads. Thread-safe (atomic counters; a mutex in
+// the registry).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
 
 namespace manypy {
 
@@ -15,6 +22,22 @@ struct InferenceStats {
   std::atomic<uint64_t> queue_count{0}, queue_ns{0};
   std::atomic<uint64_t> compute_input_ns{0}, compute_infer_ns{0}, compute_output_ns{0};
   std::atomic<uint64_t> last_inference_ms{0};  // since the epoch
+};
+
+/// One InferenceStats per model version for the life of the process: a
+/// version loaded again continues its counts (as Triton's statistics do).
+class InferenceStatsRegistry {
+ public:
+  std::shared_ptr<InferenceStats> For(const std::string& name, int64_t version) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& entry = stats_[{name, version}];
+    if (entry == nullptr) entry = std::make_shared<InferenceStats>();
+    return entry;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<std::string, int64_t>, std::shared_ptr<InferenceStats>> stats_;  // guarded by mu_
 };
 
 }  // namespace manypy

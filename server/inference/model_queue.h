@@ -22,24 +22,28 @@ struct ModelLimits {
 
 class ModelQueue {
  public:
+  /// `stats`: where its requests are counted (shared with earlier loads of
+  /// the same version); null: counters of its own.
   ModelQueue(Manifest manifest, ModelLimits limits, std::unique_ptr<Scheduler> scheduler,
-             std::shared_ptr<Executable> executable)
+             std::shared_ptr<Executable> executable,
+             std::shared_ptr<InferenceStats> stats = nullptr)
       : manifest_(std::move(manifest)),
         limits_(limits),
         executable_(std::move(executable)),
+        stats_(stats != nullptr ? std::move(stats) : std::make_shared<InferenceStats>()),
         scheduler_(std::move(scheduler)) {}
 
   const Manifest& manifest() const { return manifest_; }
   const ModelLimits& limits() const { return limits_; }
   Executable& executable() const { return *executable_; }
-  InferenceStats& stats() const { return stats_; }
+  InferenceStats& stats() const { return *stats_; }
 
  private:
   friend class Dispatcher;
   const Manifest manifest_;
   const ModelLimits limits_;
   const std::shared_ptr<Executable> executable_;
-  mutable InferenceStats stats_;
+  const std::shared_ptr<InferenceStats> stats_;
 
   // Guarded by the Dispatcher's mu_.
   std::unique_ptr<Scheduler> scheduler_;
@@ -54,7 +58,14 @@ class ModelQueue {
 void FinishRequest(const ModelQueue& model, RequestPtr request, Status status,
                    std::vector<Value> outputs, int64_t batch_rows);
 
-/// Records one execution of `rows` batch rows.
-void RecordExecution(const ModelQueue& model, int64_t rows);
+/// Answers a request that reached no loaded model (unknown model or version,
+/// model not ready) with `status`, reporting it to the observer as a request
+/// for `name`.
+void FinishUnrouted(const std::string& name, RequestPtr request, const Status& status);
+
+/// Records one execution of `rows` batch rows on interpreter `slot`, run from
+/// `started` to `ended`; `error_type` names the model's exception, if any.
+void RecordExecution(const ModelQueue& model, size_t slot, int64_t rows, Clock::time_point started,
+                     Clock::time_point ended, const std::string& error_type);
 
 }  // namespace manypy

@@ -37,8 +37,12 @@ class Model {
 
   /// Schedule -> Execute -> Finish for a prepared request: it is answered
   /// through its own callbacks, from a worker thread, or at once (from this
-  /// thread) when it cannot be queued.
-  void Infer(RequestPtr request) const { dispatcher_->Submit(queue_, std::move(request)); }
+  /// thread) when it cannot be queued; returns null. If this version was
+  /// unloaded (and drained) since the handle was taken, the request comes
+  /// back unanswered: look the model up again.
+  [[nodiscard]] RequestPtr Infer(RequestPtr request) const {
+    return dispatcher_->Submit(queue_, std::move(request));
+  }
   /// Answers a request that failed Prepare, counting it as failed.
   void Reject(RequestPtr request, const Status& status) const {
     FinishRequest(*queue_, std::move(request), status, {}, 0);

@@ -1,6 +1,7 @@
 #include "server/models/model_manager.h"
 
 #include "server/inference/batching_scheduler.h"
+#include "server/inference/inference_observer.h"
 #include "server/log.h"
 #include "server/models/packaged_model.h"
 #include "server/models/warmup.h"
@@ -82,11 +83,17 @@ Status ModelManager::Load(const std::string& name) {
     if (slot.serving == nullptr) slot.status = {name, entry->version, ModelState::kLoading, ""};
   }
   // Loading runs Python in every interpreter: never under mu_.
+  Clock::time_point start = Clock::now();
   auto loaded = LoadVersion(*entry);
   std::lock_guard<std::mutex> lock(mu_);
   Slot& slot = models_[name];
   if (!loaded.ok()) {
-    Log(LogLevel::kWarning, "loading model " + name + " failed: " + loaded.status().message());
+    Log(LogLevel::kWarning, "model " + name + " version " + std::to_string(entry->version) +
+                                " failed to load after " + Fixed(SecondsSince(start)) +
+                                " s: " + loaded.status().message());
+    if (InferenceObserver* observer = GetInferenceObserver()) {
+      observer->OnModelLoadFailed(name, entry->version, loaded.status());
+    }
     ModelStatus failed{name, entry->version, ModelState::kUnavailable, loaded.status().message()};
     if (slot.serving == nullptr) {
       slot.status = failed;
@@ -112,7 +119,6 @@ Status ModelManager::Unload(const std::string& name) {
   Retire(std::move(it->second.serving));
   it->second.status.state = ModelState::kUnavailable;
   it->second.status.reason = "unloaded";
-  Log(LogLevel::kVerbose, "model " + name + " unloaded");
   return Status::Ok();
 }
 
@@ -184,7 +190,8 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
     scheduler = std::make_unique<FifoScheduler>(m.name, settings->max_queue_size);
   }
   ModelLimits limits{settings->instance_count, settings->max_execution};
-  auto queue = std::make_shared<ModelQueue>(m, limits, std::move(scheduler), executable);
+  auto queue = std::make_shared<ModelQueue>(m, limits, std::move(scheduler), executable,
+                                            stats_.For(m.name, m.version));
   dispatcher_->Add(queue);
   Log(LogLevel::kInfo, "model " + m.name + " version " + std::to_string(m.version) + " loaded from " +
                            entry.path + " in " + Fixed(times.load_seconds) + " s, warm-up " +
@@ -192,14 +199,21 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
                            Fixed(times.warmup_seconds) + " s; " +
                            std::to_string(settings->instance_count) + " instance(s)" +
                            (settings->dynamic_batching ? ", dynamic batching" : ""));
+  if (InferenceObserver* observer = GetInferenceObserver()) {
+    observer->OnModelLoaded(m.name, m.version, times.load_seconds, times.warmup_seconds);
+  }
   return std::make_shared<Model>(entry.path, std::move(*settings), times, std::move(queue),
                                  dispatcher_);
 }
 
 void ModelManager::Retire(std::shared_ptr<Model> model) {
   dispatcher_->Retire(model->queue());
-  Log(LogLevel::kVerbose, "model " + model->name() + " version " +
-                              std::to_string(model->version()) + " retired; unloads once drained");
+  Log(LogLevel::kInfo, "model " + model->name() + " version " + std::to_string(model->version()) +
+                           " retired: takes no new requests, unloads once drained (" +
+                           std::to_string(model->queued()) + " queued)");
+  if (InferenceObserver* observer = GetInferenceObserver()) {
+    observer->OnModelRetired(model->name(), model->version());
+  }
   retired_.push_back(std::move(model));
   retired_cv_.notify_all();
 }
@@ -223,8 +237,9 @@ void ModelManager::UnloadRetired() {
       lock.unlock();
       for (auto& m : drained) {
         std::string what = m->name() + " version " + std::to_string(m->version());
+        Clock::time_point start = Clock::now();
         m.reset();
-        Log(LogLevel::kVerbose, "model " + what + " unloaded");
+        Log(LogLevel::kInfo, "model " + what + " unloaded in " + Fixed(SecondsSince(start)) + " s");
       }
       lock.lock();
       continue;

@@ -103,6 +103,7 @@ class ModelManager {
   const Options options_;  // its loader is always set
   const ModelRepository repository_;
 
+  InferenceStatsRegistry stats_;  // per version, across reloads (thread-safe)
   std::mutex load_mu_;  // one load or unload at a time
   mutable std::mutex mu_;
   std::map<std::string, Slot> models_;           // guarded by mu_

@@ -94,6 +94,14 @@ std::vector<Value> PackagedModel::Call(const std::vector<Value>& inputs) const {
 
 StatusOr<std::vector<Value>> PackagedModel::Run(size_t slot, const std::vector<Value>& inputs,
                                                 InterruptHook* hook) {
+  std::string ignored;
+  return RunReportingError(slot, inputs, hook, &ignored);
+}
+
+StatusOr<std::vector<Value>> PackagedModel::RunReportingError(size_t slot,
+                                                              const std::vector<Value>& inputs,
+                                                              InterruptHook* hook,
+                                                              std::string* error_type) {
   InterpreterSession session = pool_->AcquireAt(slot);
   uint64_t token = session.BeginInterruptible();
   hook->Arm([pool = pool_, slot, token] { pool->Interrupt(slot, token); });
@@ -102,6 +110,7 @@ StatusOr<std::vector<Value>> PackagedModel::Run(size_t slot, const std::vector<V
     Value outputs = runner_.In(session).Call({Value::List(inputs)}).ToValue();
     result = outputs.items();
   } catch (const PythonError& e) {
+    *error_type = e.type();
     result = Internal("model '" + manifest().name + "' raised " + e.what());
   } catch (const std::exception& e) {
     result = Internal("model '" + manifest().name + "' failed: " + e.what());

@@ -31,6 +31,10 @@ class PackagedModel final : public Executable {
   /// Runs the model once on interpreter `slot`, interruptible through `hook`.
   StatusOr<std::vector<Value>> Run(size_t slot, const std::vector<Value>& inputs,
                                    InterruptHook* hook) override;
+  /// As Run; a Python exception's qualified type goes to `*error_type`.
+  StatusOr<std::vector<Value>> RunReportingError(size_t slot, const std::vector<Value>& inputs,
+                                                 InterruptHook* hook,
+                                                 std::string* error_type) override;
 
   /// Runs the model once on any interpreter: `inputs` in manifest order
   /// (tensors, or lists of bytes for BYTES inputs); returns the outputs in

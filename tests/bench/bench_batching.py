@@ -30,14 +30,15 @@ WINDOW_SCALE = {"mlp_loop": 1.0, "resnet18": 3.0}
 
 
 def start_server(binary, repository, models, batching, interpreters):
-    args = [binary, f"--model-repository={repository}", "--grpc-port=0",
+    args = [binary, f"--model-repository={repository}", "--grpc-port=0", "--http-port=0",
+            "--metrics-port=0",
             "--model-control-mode=explicit", f"--interpreters={interpreters}",
             "--log-level=warning"]
     for m in models:
         args += [f"--load-model={m}", f"--model-config={m}:dynamic_batching={str(batching).lower()}"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     for line in proc.stdout:
-        found = re.search(r"listening on [^:]+:(\d+)", line)
+        found = re.search(r"manypy-server: listening on [^:]+:(\d+)", line)  # gRPC's line
         if found:
             return proc, int(found.group(1))
     raise SystemExit(f"manypy-server ({'batching' if batching else 'no batching'}) did not start")

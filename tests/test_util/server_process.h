@@ -17,9 +17,10 @@ namespace manypy::testing {
 class ServerProcess {
  public:
   /// Starts `binary` with `args` plus --grpc-address=127.0.0.1 --grpc-port=0
-  /// and waits (up to `timeout_s`) for its "listening on" line.
+  /// --http-port=0 --metrics-port=0 and waits (up to `timeout_s`) for its "listening on" line.
   bool Start(const std::string& binary, std::vector<std::string> args, int timeout_s = 180) {
-    args.insert(args.begin(), {binary, "--grpc-address=127.0.0.1", "--grpc-port=0"});
+    args.insert(args.begin(), {binary, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0",
+                                 "--metrics-port=0"});
     int out[2];
     if (pipe(out) != 0) return false;
     pid_ = fork();
@@ -43,9 +44,15 @@ class ServerProcess {
       ssize_t n = read(stdout_fd_, buf, sizeof(buf));
       if (n <= 0) return false;  // exited before listening
       text.append(buf, n);
-      size_t at = text.find("listening on 127.0.0.1:");
+      // gRPC's line; not "HTTP listening on ..." nor "metrics listening on ...".
+      size_t at = text.find("manypy-server: listening on 127.0.0.1:");
       if (at != std::string::npos && text.find(',', at) != std::string::npos) {
-        port_ = std::stoi(text.substr(at + 23));
+        port_ = std::stoi(text.substr(at + 38));
+        size_t http = text.find("HTTP listening on ");  // printed before, when HTTP is on
+        if (http != std::string::npos) {
+          size_t colon = text.find(':', http + 18);
+          if (colon != std::string::npos) http_port_ = std::stoi(text.substr(colon + 1));
+        }
         return true;
       }
     }
@@ -53,6 +60,8 @@ class ServerProcess {
   }
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  /// The HTTP port from the "HTTP listening on ADDR:PORT" line (0: HTTP off).
+  int http_port() const { return http_port_; }
   pid_t pid() const { return pid_; }
 
   /// Sends SIGTERM and returns the exit status (-1 if it did not exit normally).
@@ -79,6 +88,7 @@ class ServerProcess {
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
   int port_ = 0;
+  int http_port_ = 0;
 };
 
 }  // namespace manypy::testing

@@ -145,6 +145,31 @@ TEST_F(PerfTest, EveryRequestOfFailingIsCountedAsInternal) {
   EXPECT_EQ(r.errors_by_code["INTERNAL"], r.numbers["errors"]);
 }
 
+TEST_F(PerfTest, HttpProtocolMeasuresTwoIoAndCountsFailuresByCode) {
+  std::string http = " -i http -u 127.0.0.1:" + std::to_string(server_.http_port());
+  std::vector<Record> records = RunPerf("-m two_io --concurrency 1,2" + http);
+  ASSERT_EQ(records.size(), 2u);
+  for (const Record& r : records) {
+    ExpectConsistent(r);
+    EXPECT_GT(r.numbers.at("infer_per_s"), 0);
+    EXPECT_EQ(r.numbers.at("errors"), 0);
+  }
+  std::ifstream in(dir_ / "out.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\"protocol\": \"http\""), std::string::npos) << text.str();
+
+  std::vector<float> negative = {-1, -2, -3};
+  std::string input = (dir_ / "negative.bin").string();
+  std::ofstream(input, std::ios::binary)
+      .write(reinterpret_cast<const char*>(negative.data()), negative.size() * sizeof(float));
+  records = RunPerf("-m failing --concurrency 2 --input INPUT__0=" + input + http);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].numbers["successes"], 0);
+  EXPECT_EQ(records[0].errors_by_code["INTERNAL"], records[0].numbers["errors"]);
+  EXPECT_GT(records[0].numbers["errors"], 0);
+}
+
 TEST_F(PerfTest, BadFlagsAndUnknownModelFail) {
   std::string perf = MANYPY_PERF_BINARY;
   EXPECT_EQ(std::system((perf + " --help > /dev/null").c_str()), 0);

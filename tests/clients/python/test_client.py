@@ -48,8 +48,10 @@ class ServerProcess:
     """The real server on a free loopback port; stop() sends SIGTERM."""
 
     def __init__(self, extra_args=()):
+        self.http_address = None
         self.stderr = tempfile.TemporaryFile()
-        args = [SERVER, "--grpc-address=127.0.0.1", "--grpc-port=0", "--interpreters=2",
+        args = [SERVER, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0", "--metrics-port=0",
+                "--interpreters=2",
                 "--model-control-mode=explicit", "--load-model=two_io", "--load-model=echo_all",
                 "--load-model=failing", f"--model-repository={REPOSITORY}", *extra_args]
         self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr)
@@ -74,6 +76,10 @@ class ServerProcess:
             at = text.find(marker)
             if at >= 0 and text.find(b",", at) >= 0:
                 port = int(text[at + len(marker):text.find(b",", at)])
+                http = text.find(b"HTTP listening on ")  # printed before, when HTTP is on
+                if http >= 0:
+                    line = text[http:text.find(b"\n", http)]
+                    self.http_address = f"127.0.0.1:{int(line.rsplit(b':', 1)[1])}"
                 return f"127.0.0.1:{port}"
         self.process.kill()
         self.process.wait()

@@ -189,7 +189,7 @@ class ModelManagerTest : public ::testing::Test {
   /// Infers one request with value `value` through `model` and returns its first output value.
   static float InferOne(const Model& model, float value) {
     auto answers = std::make_shared<Answers>();
-    model.Infer(MakeRequest(answers, value));
+    EXPECT_EQ(model.Infer(MakeRequest(answers, value)), nullptr);
     EXPECT_TRUE(answers->Wait(1));
     auto got = answers->Get();
     if (got.empty() || !got[0].status.ok()) {
@@ -314,7 +314,7 @@ TEST_F(ModelManagerTest, ReloadWhileRequestsAreInFlightFailsNoneAndUnloadsTheOld
   std::weak_ptr<Executable> exe1 = loader_.Made("m", 1);
   auto* gated = dynamic_cast<GatedExecutable*>(exe1.lock().get());
   ASSERT_NE(gated, nullptr);
-  for (int i = 1; i <= 6; ++i) v1->Infer(MakeRequest(answers1, static_cast<float>(i)));
+  for (int i = 1; i <= 6; ++i) EXPECT_EQ(v1->Infer(MakeRequest(answers1, static_cast<float>(i))), nullptr);
   ASSERT_TRUE(WaitFor([&] { return gated->waiting_ == 1; }));  // one runs, five queued
 
   WriteArchive("m_2.mpk", TestManifest("m", 2));
@@ -325,7 +325,7 @@ TEST_F(ModelManagerTest, ReloadWhileRequestsAreInFlightFailsNoneAndUnloadsTheOld
   EXPECT_EQ(IndexEntry("m", 2).state, ModelState::kReady);
   EXPECT_EQ(manager_->Get("m", "1").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(InferOne(*v2, 1), 20);      // new requests go to version 2 at once
-  v1->Infer(MakeRequest(answers1, 7));  // a handle taken before the swap still works
+  EXPECT_EQ(v1->Infer(MakeRequest(answers1, 7)), nullptr);  // a handle taken before the swap still works
   v1.reset();
   v2.reset();
 
@@ -350,6 +350,32 @@ TEST_F(ModelManagerTest, ReloadWhileRequestsAreInFlightFailsNoneAndUnloadsTheOld
   EXPECT_FALSE(loader_.Made("m", 2).expired());
 }
 
+TEST_F(ModelManagerTest, StatisticsSurviveReloadsPerVersion) {
+  WriteArchive("m_1.mpk", TestManifest("m", 1));
+  ASSERT_TRUE(Start());
+  std::shared_ptr<Model> v1 = Serving("m");
+  ASSERT_NE(v1, nullptr);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(InferOne(*v1, 1), 10);
+  EXPECT_EQ(v1->stats().success_count.load(), 3u);
+  v1.reset();
+
+  ASSERT_TRUE(manager_->Load("m").ok());  // the same version again: its counts continue
+  std::shared_ptr<Model> again = Serving("m");
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->stats().success_count.load(), 3u);
+  EXPECT_EQ(InferOne(*again, 1), 10);
+  EXPECT_EQ(again->stats().success_count.load(), 4u);
+  EXPECT_EQ(again->stats().execution_count.load(), 4u);
+  again.reset();
+
+  WriteArchive("m_2.mpk", TestManifest("m", 2));  // a new version starts at zero
+  ASSERT_TRUE(manager_->Load("m").ok());
+  std::shared_ptr<Model> v2 = Serving("m");
+  ASSERT_NE(v2, nullptr);
+  EXPECT_EQ(v2->version(), 2);
+  EXPECT_EQ(v2->stats().success_count.load(), 0u);
+}
+
 TEST_F(ModelManagerTest, UnloadRefusesNewHandlesAndAnswersInFlightRequests) {
   auto gate = NewGate();
   auto trace = std::make_shared<Trace>();
@@ -365,7 +391,7 @@ TEST_F(ModelManagerTest, UnloadRefusesNewHandlesAndAnswersInFlightRequests) {
   auto* gated = dynamic_cast<GatedExecutable*>(exe.lock().get());
   ASSERT_NE(gated, nullptr);
   auto answers = std::make_shared<Answers>();
-  for (int i = 0; i < 3; ++i) handle->Infer(MakeRequest(answers, 1));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(handle->Infer(MakeRequest(answers, 1)), nullptr);
   ASSERT_TRUE(WaitFor([&] { return gated->waiting_ == static_cast<int>(kSlots); }));
 
   ASSERT_TRUE(manager_->Unload("m").ok());
@@ -377,7 +403,7 @@ TEST_F(ModelManagerTest, UnloadRefusesNewHandlesAndAnswersInFlightRequests) {
   EXPECT_EQ(s.state, ModelState::kUnavailable);
   EXPECT_EQ(s.reason, "unloaded");
   EXPECT_EQ(manager_->Unload("m").code(), StatusCode::kNotFound);
-  handle->Infer(MakeRequest(answers, 1));  // a handle taken before still works
+  EXPECT_EQ(handle->Infer(MakeRequest(answers, 1)), nullptr);  // a handle taken before still works
   handle.reset();
 
   std::this_thread::sleep_for(100ms);

@@ -11,6 +11,10 @@ Inference Protocol, KServe v2 / Triton-compatible gRPC).
                                          "INPUT_B": np.array([10, 20, 30, 40])})
         result.as_numpy("SUM")                        # array([11., 22., 33., 44.], dtype=float32)
 
+HttpInferenceClient("127.0.0.1:8000") has the same API over the KServe v2
+REST protocol (binary data by default; JSON with binary=False,
+binary_outputs=False).
+
 Every failed call raises InferenceServerError(status_code, message), where
 status_code is the gRPC code's name ("NOT_FOUND", "INVALID_ARGUMENT", ...).
 
@@ -21,7 +25,9 @@ manypy_proto/), else sys.path, else build/python of this source tree.
 is the command line tool.
 """
 from ._client import InferenceClient, InferenceServerError, InferResult
+from ._http_client import HttpInferenceClient
 from ._tensors import DATATYPES, NUMPY_DTYPES, bf16_to_float32, float32_to_bf16
 
-__all__ = ["DATATYPES", "InferResult", "InferenceClient", "InferenceServerError",
+__all__ = ["DATATYPES", "HttpInferenceClient", "InferResult", "InferenceClient",
+           "InferenceServerError",
            "NUMPY_DTYPES", "bf16_to_float32", "float32_to_bf16"]

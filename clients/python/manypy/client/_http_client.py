@@ -1,0 +1,261 @@
+"""HttpInferenceClient: the KServe v2 REST protocol (with Triton's binary-data
+extension) from Python, with the same API as the gRPC InferenceClient.
+Standard library only (http.client, one keep-alive connection per thread)."""
+import http.client
+import json
+import threading
+import urllib.parse
+
+import numpy as np
+
+from . import _tensors
+from ._client import InferenceServerError, InferResult
+from ._proto import grpc_service_pb2 as pb
+
+# HTTP status -> the status code names InferenceServerError carries over gRPC.
+_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 409: "ALREADY_EXISTS",
+          413: "RESOURCE_EXHAUSTED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",
+          503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+
+
+def _json_values(array, datatype):
+    """A tensor's elements as JSON values (flat, row-major)."""
+    flat = array.reshape(-1)
+    if datatype == "BYTES":
+        return [_tensors._to_bytes(x).decode("utf-8") for x in flat]
+    if datatype == "BF16":
+        return _tensors.bf16_to_float32(flat).tolist()
+    return flat.tolist()
+
+
+def _from_json(values, datatype, shape, name):
+    if datatype == "BYTES":
+        out = np.empty(len(values), dtype=object)
+        out[:] = [v.encode("utf-8") for v in values]
+        return out.reshape(shape)
+    if datatype == "BF16":
+        return _tensors.float32_to_bf16(np.asarray(values, np.float32)).reshape(shape)
+    return np.asarray(values, dtype=_tensors.NUMPY_DTYPES[datatype]).reshape(shape)
+
+
+class HttpInferenceClient:
+    """A client of one manypy (or any KServe v2 / Triton HTTP) server.
+
+        client = HttpInferenceClient("127.0.0.1:8000")
+        client.infer("two_io", {"INPUT_A": np.ones(4, np.float32), "INPUT_B": np.arange(4)})
+
+    The methods and results are those of InferenceClient; inputs and outputs
+    travel as binary data by default (binary=False / binary_outputs=False:
+    JSON). stream_infer sends the requests one after another. Failures raise
+    InferenceServerError with the gRPC status code name of the HTTP status.
+    Thread-safe: each thread uses its own keep-alive connection."""
+
+    def __init__(self, url="127.0.0.1:8000", timeout=None):
+        if "://" not in url:
+            url = "http://" + url
+        parsed = urllib.parse.urlsplit(url)
+        self.url = url
+        self.timeout = timeout
+        self._host, self._port = parsed.hostname, parsed.port or 80
+        self._local = threading.local()
+        self._connections = []
+        self._lock = threading.Lock()
+
+    # --- plumbing ----------------------------------------------------------
+
+    def close(self):
+        with self._lock:
+            for c in self._connections:
+                c.close()
+            self._connections.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _connection(self, timeout):
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        conn.timeout = timeout
+        if conn.sock is not None:
+            conn.sock.settimeout(timeout)
+        return conn
+
+    def _request(self, method, path, body=None, headers=None, timeout=None):
+        """(status, headers, body bytes); a connection the server closed is reopened once."""
+        timeout = self.timeout if timeout is None else timeout
+        headers = dict(headers or {})
+        if body is not None and "Content-Type" not in headers:
+            headers["Content-Type"] = "application/json"
+        for attempt in (0, 1):
+            conn = self._connection(timeout)
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                response = conn.getresponse()
+                data = response.read()
+                return response.status, response, data
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                if attempt:
+                    raise InferenceServerError("UNAVAILABLE", "the server closed the connection")
+            except TimeoutError:
+                conn.close()
+                raise InferenceServerError("DEADLINE_EXCEEDED", "no response within the timeout")
+            except OSError as e:
+                conn.close()
+                raise InferenceServerError("UNAVAILABLE", str(e)) from None
+
+    def _json(self, method, path, body=None, timeout=None, ok=(200,)):
+        status, _, data = self._request(method, path, body, timeout=timeout)
+        if status not in ok:
+            raise self._error(status, data)
+        return json.loads(data) if data else {}
+
+    @staticmethod
+    def _error(status, data):
+        try:
+            message = json.loads(data).get("error", "")
+        except (ValueError, AttributeError):
+            message = data.decode("utf-8", "replace")
+        return InferenceServerError(_CODES.get(status, "UNKNOWN"), message or f"HTTP {status}")
+
+    @staticmethod
+    def _model_path(name, version):
+        path = "/v2/models/" + urllib.parse.quote(name, safe="")
+        return path + (f"/versions/{version}" if str(version) else "")
+
+    # --- health ------------------------------------------------------------
+
+    def is_server_live(self, timeout=None):
+        return self._request("GET", "/v2/health/live", timeout=timeout)[0] == 200
+
+    def is_server_ready(self, timeout=None):
+        return self._request("GET", "/v2/health/ready", timeout=timeout)[0] == 200
+
+    def is_model_ready(self, name, version="", timeout=None):
+        return self._request("GET", self._model_path(name, version) + "/ready", timeout=timeout)[0] == 200
+
+    def health(self, service="", timeout=None):
+        """"SERVING" or "NOT_SERVING" (server readiness; HTTP has no grpc.health)."""
+        return "SERVING" if self.is_server_ready(timeout) else "NOT_SERVING"
+
+    # --- metadata ----------------------------------------------------------
+
+    def server_metadata(self, timeout=None):
+        return self._json("GET", "/v2", timeout=timeout)
+
+    def model_metadata(self, name, version="", timeout=None):
+        return self._json("GET", self._model_path(name, version), timeout=timeout)
+
+    def model_config(self, name, version="", timeout=None):
+        return self._json("GET", self._model_path(name, version) + "/config", timeout=timeout)
+
+    def model_statistics(self, name="", version="", timeout=None):
+        path = self._model_path(name, version) + "/stats" if name else "/v2/models/stats"
+        return self._json("GET", path, timeout=timeout)
+
+    def repository_index(self, ready=False, timeout=None):
+        return self._json("POST", "/v2/repository/index", json.dumps({"ready": bool(ready)}),
+                          timeout=timeout)
+
+    # --- repository --------------------------------------------------------
+
+    def load_model(self, name, timeout=None):
+        self._json("POST", f"/v2/repository/models/{urllib.parse.quote(name, safe='')}/load", "{}",
+                   timeout=timeout)
+
+    def unload_model(self, name, timeout=None):
+        self._json("POST", f"/v2/repository/models/{urllib.parse.quote(name, safe='')}/unload", "{}",
+                   timeout=timeout)
+
+    # --- inference ---------------------------------------------------------
+
+    def make_request(self, model, inputs, outputs=None, version="", request_id="", binary=True,
+                     binary_outputs=True, parameters=None, timeout=None):
+        """(body bytes, JSON header length or None) that infer() would send."""
+        if not isinstance(inputs, dict):
+            raise TypeError("inputs must be a dict: input name -> numpy array "
+                            "(or (array, datatype) tuple)")
+        header = {"inputs": []}
+        if request_id:
+            header["id"] = str(request_id)
+        params = dict(parameters or {})
+        params["binary_data_output"] = bool(binary_outputs)
+        header["parameters"] = params
+        blobs = []
+        for name, value in inputs.items():
+            array, datatype = _tensors.as_tensor(value, name)
+            tensor = {"name": name, "shape": list(array.shape), "datatype": datatype}
+            if binary:
+                raw = _tensors.to_raw(array, datatype)
+                tensor["parameters"] = {"binary_data_size": len(raw)}
+                blobs.append(raw)
+            else:
+                tensor["data"] = _json_values(array, datatype)
+            header["inputs"].append(tensor)
+        if isinstance(outputs, str):
+            outputs = [outputs]
+        if outputs:
+            header["outputs"] = [{"name": n, "parameters": {"binary_data": bool(binary_outputs)}}
+                                 for n in outputs]
+        text = json.dumps(header).encode("utf-8")
+        if not blobs:
+            return text, None
+        return text + b"".join(blobs), len(text)
+
+    def infer(self, model, inputs, outputs=None, version="", request_id="", binary=True,
+              binary_outputs=True, timeout=None, parameters=None):
+        """Runs one inference; arguments and result as InferenceClient.infer."""
+        body, json_length = self.make_request(model, inputs, outputs, version, request_id, binary,
+                                              binary_outputs, parameters, timeout)
+        headers = {}
+        if json_length is not None:
+            headers["Inference-Header-Content-Length"] = str(json_length)
+            headers["Content-Type"] = "application/octet-stream"
+        status, response, data = self._request("POST", self._model_path(model, version) + "/infer",
+                                               body, headers, timeout)
+        if status != 200:
+            raise self._error(status, data)
+        return InferResult(self._to_proto(response, data))
+
+    def stream_infer(self, model, requests, outputs=None, version="", binary=True,
+                     binary_outputs=True, timeout=None, parameters=None):
+        """As InferenceClient.stream_infer, one request after another."""
+        for index, item in enumerate(requests):
+            inputs, request_id = item if isinstance(item, tuple) else (item, str(index))
+            try:
+                yield self.infer(model, inputs, outputs, version, str(request_id), binary,
+                                 binary_outputs, timeout, parameters)
+            except InferenceServerError as e:
+                failed = pb.ModelInferResponse(id=str(request_id), model_name=model)
+                yield InferResult(failed, e)
+
+    @staticmethod
+    def _to_proto(response, data):
+        """The HTTP reply as the ModelInferResponse InferResult reads (raw outputs)."""
+        length = response.getheader("Inference-Header-Content-Length")
+        json_length = int(length) if length is not None else len(data)
+        header = json.loads(data[:json_length])
+        binary = memoryview(data)[json_length:]
+        message = pb.ModelInferResponse(model_name=header.get("model_name", ""),
+                                        model_version=header.get("model_version", ""),
+                                        id=header.get("id", ""))
+        pos = 0
+        for out in header.get("outputs", []):
+            shape = [int(d) for d in out["shape"]]
+            message.outputs.add(name=out["name"], datatype=out["datatype"], shape=shape)
+            size = out.get("parameters", {}).get("binary_data_size")
+            if size is not None:
+                raw = bytes(binary[pos:pos + size])
+                pos += size
+            else:
+                array = _from_json(out.get("data", []), out["datatype"], shape, out["name"])
+                raw = _tensors.to_raw(array, out["datatype"])
+            message.raw_output_contents.append(raw)
+        return message

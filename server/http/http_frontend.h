@@ -1,0 +1,59 @@
+// HttpFrontend: KServe v2 REST (with Triton's binary-data extension) on one port:
+// an acceptor, a few I/O threads, a strand per connection, HttpRouter into the
+// same request path as gRPC. Thread-safe; Start, then StartDraining, then Stop.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "server/http/http_router.h"
+#include "server/http/http_session.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace manypy {
+
+class HttpFrontend {
+ public:
+  struct Options {
+    std::string address = "0.0.0.0";
+    int port = 8000;  ///< 0 picks a free one
+    int io_threads = 2;
+    bool explicit_model_control = false;
+    HttpSessionLimits limits;
+  };
+
+  /// Listens and serves on its own threads. UNAVAILABLE when it cannot listen.
+  static StatusOr<std::unique_ptr<HttpFrontend>> Start(ModelManager* models, Options options);
+  ~HttpFrontend();
+
+  /// The port it listens on (the one picked, for port 0).
+  int port() const { return port_; }
+  /// Readiness answers 503 from now on; requests are still served.
+  void StartDraining() { router_.StartDraining(); }
+  /// Stops accepting, gives responses in flight up to `wait` to be written,
+  /// then closes every connection and joins the I/O threads. Call once the
+  /// dispatcher has answered every request.
+  void Stop(std::chrono::milliseconds wait = std::chrono::milliseconds(1000));
+
+ private:
+  struct Io;
+  HttpFrontend(ModelManager* models, Options options);
+  void Accept();
+
+  const Options options_;
+  HttpRouter router_;
+  std::unique_ptr<Io> io_;
+  int port_ = 0;
+  std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
+  std::vector<std::thread> threads_;
+  bool stopped_ = false;
+};
+
+}  // namespace manypy

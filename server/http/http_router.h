@@ -1,0 +1,66 @@
+// HttpRouter: the KServe v2 REST routes as a thin stateless shell (match, decode,
+// call the shared request path, encode, convert the status once); no sockets.
+// Thread-safe; `respond` may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "server/models/model_manager.h"
+
+namespace manypy {
+
+struct HttpRequest {
+  std::string method;  ///< "GET", "POST", ...
+  std::string target;  ///< "/v2/models/m/infer?x=y"
+  std::string body;
+  std::optional<size_t> inference_header_length;  ///< Inference-Header-Content-Length
+};
+
+struct HttpResponse {
+  HttpResponse() = default;
+  HttpResponse(int code, std::string text) : status(code), body(std::move(text)) {}
+
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::optional<size_t> inference_header_length;
+
+  HttpResponse WithStatus(int code) && {
+    status = code;
+    return std::move(*this);
+  }
+};
+
+class HttpRouter {
+ public:
+  struct Options {
+    bool explicit_model_control = false;
+  };
+  HttpRouter(ModelManager* models, Options options) : models_(models), options_(options) {}
+
+  /// After this, /v2/health/ready answers 503.
+  void StartDraining() { draining_ = true; }
+
+  /// Answers `request` through `respond`, called exactly once: at once, or
+  /// later from a dispatcher worker or a repository thread.
+  void Handle(HttpRequest request, std::function<void(HttpResponse)> respond);
+
+  /// `status`'s HTTP code with the body {"error": message}.
+  static HttpResponse Error(const Status& status);
+
+ private:
+  void Infer(HttpRequest request, const std::string& model, const std::string& version,
+             std::function<void(HttpResponse)> respond);
+  void ChangeRepository(const char* verb, std::function<Status()> change,
+                        std::function<void(HttpResponse)> respond);
+
+  ModelManager* const models_;
+  const Options options_;
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace manypy

@@ -1,0 +1,20 @@
+// ProtoToJson: a protocol message (metadata, config, statistics) as Triton's HTTP
+// JSON: proto field names, 64-bit integers as numbers (not protobuf's strings),
+// enums by name, unset messages and oneofs left out. Pure; thread-safe.
+#pragma once
+
+#include <string>
+
+#include <google/protobuf/message.h>
+#include <rapidjson/document.h>
+
+namespace manypy {
+
+/// `message` as a JSON object in `doc`'s allocator.
+rapidjson::Value ProtoToJson(const google::protobuf::Message& message,
+                             rapidjson::Document::AllocatorType& alloc);
+
+/// A JSON document as compact text.
+std::string JsonText(const rapidjson::Value& value);
+
+}  // namespace manypy

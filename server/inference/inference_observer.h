@@ -1,0 +1,45 @@
+// InferenceObserver: what the pipeline and the model lifecycle report (for
+// metrics and access logs). Set once at startup; implementations must be
+// thread-safe and quick: they are called on request and worker threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+#include "server/inference/inference_request.h"
+
+namespace manypy {
+
+class InferenceObserver {
+ public:
+  virtual ~InferenceObserver() = default;
+  /// A request to model `name` version `version` was answered with `status`.
+  /// `version` is 0 when the request reached no loaded model (unknown model
+  /// or version, model not ready); then only `times.received` is set.
+  /// `batch_rows`: rows of the execution it ran in (0: it did not run).
+  virtual void OnRequestFinished(const std::string& name, int64_t version, const std::string& id,
+                                 const Status& status, const RequestTimes& times,
+                                 int64_t batch_rows) = 0;
+  /// A model call began / ended on interpreter `slot`. `error_type` names the
+  /// Python exception the model raised ("" when none).
+  virtual void OnExecutionStarted(const std::string& name, int64_t version, size_t slot) = 0;
+  virtual void OnExecutionFinished(const std::string& name, int64_t version, size_t slot,
+                                   int64_t rows, Clock::time_point started,
+                                   Clock::time_point ended, const std::string& error_type) = 0;
+  /// Model lifecycle (from the model manager's threads).
+  virtual void OnModelLoaded(const std::string& name, int64_t version, double load_seconds,
+                             double warmup_seconds) = 0;
+  virtual void OnModelLoadFailed(const std::string& name, int64_t version,
+                                 const Status& status) = 0;
+  /// The version stopped serving (replaced or unloaded).
+  virtual void OnModelRetired(const std::string& name, int64_t version) = 0;
+};
+
+/// Installs the observer (null: none). Call before any request or load, and
+/// set it back to null only when nothing runs any more.
+void SetInferenceObserver(InferenceObserver* observer);
+/// The observer, or null.
+InferenceObserver* GetInferenceObserver();
+
+}  // namespace manypy

@@ -1,0 +1,62 @@
+// MetricsServer: the Prometheus endpoint (GET /metrics in the text exposition
+// format, prometheus-cpp's serializer) and the observer that feeds it. While
+// it lives it is the pipeline's InferenceObserver. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "server/inference/dispatcher.h"
+
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
+
+namespace manypy {
+
+class PrometheusObserver;
+class ScrapeCollector;
+
+class MetricsServer {
+ public:
+  struct Options {
+    std::string address = "0.0.0.0";
+    int port = 8002;  ///< 0 picks a free port
+  };
+
+  /// Listens, registers every metric family and installs the observer.
+  /// UNAVAILABLE when the address cannot be bound. `dispatcher` must outlive
+  /// the server; create it before any model loads.
+  static StatusOr<std::unique_ptr<MetricsServer>> Start(const Options& options,
+                                                        const Dispatcher* dispatcher);
+  /// Stops serving and uninstalls the observer; call when no request runs any more.
+  ~MetricsServer();
+
+  int port() const { return port_; }
+  /// "http://ADDRESS:PORT/metrics".
+  std::string url() const;
+  /// The exposition text a scrape gets now.
+  std::string Scrape() const;
+
+ private:
+  MetricsServer() = default;
+  /// The HTTP thread: one connection at a time (scrapes are rare and small;
+  /// civetweb, prometheus-cpp's exposer, cannot start threads in this process:
+  /// its fixed 100 KiB thread stacks are smaller than the static TLS of
+  /// libtorch, OpenBLAS and glog together).
+  void Serve();
+
+  std::string address_;
+  int port_ = 0;
+  int listen_fd_ = -1;
+  std::atomic<bool> stopping_{false};
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<ScrapeCollector> collector_;
+  std::unique_ptr<PrometheusObserver> observer_;
+  std::thread thread_;
+};
+
+}  // namespace manypy

@@ -1,0 +1,55 @@
+#include "server/models/wire_infer.h"
+
+#include "server/inference/output_encoder.h"
+#include "server/inference/prepare.h"
+
+namespace manypy {
+namespace {
+
+void FillResponseHeader(const Manifest& m, const inference::ModelInferRequest& wire,
+                        inference::ModelInferResponse* response) {
+  response->set_model_name(m.name);
+  response->set_model_version(std::to_string(m.version));
+  response->set_id(wire.id());
+  *response->mutable_parameters() = wire.parameters();
+}
+
+}  // namespace
+
+void InferWire(ModelManager* models, const inference::ModelInferRequest* wire,
+               inference::ModelInferResponse* response, WireCallOptions options,
+               std::function<void(const Status&)> reply) {
+  auto request = std::make_unique<InferenceRequest>();
+  request->times.received = Clock::now();
+  request->reply = std::move(reply);
+  request->cancelled = std::move(options.cancelled);
+  // A version swapped out between the lookup and the hand-over gives the
+  // request back: look again (the new version is serving by then).
+  for (int attempt = 0; request != nullptr; ++attempt) {
+    auto found = models->Get(wire->model_name(), wire->model_version());
+    if (!found.ok() || attempt == 3) {
+      // No model to count it against; the observer (metrics) still sees it.
+      FinishUnrouted(wire->model_name(), std::move(request),
+                     found.ok() ? Unavailable("model '" + wire->model_name() +
+                                              "' kept being replaced; retry")
+                                : found.status());
+      return;
+    }
+    std::shared_ptr<Model> model = std::move(*found);
+    Status status = PrepareRequest(*wire, model->manifest(), model->settings().default_timeout,
+                                   options.deadline, request.get());
+    request->times.prepared = Clock::now();
+    const Manifest* m = &model->manifest();  // the model outlives its requests
+    request->encode = [m, wire, response](std::vector<Value>& outputs) {
+      FillResponseHeader(*m, *wire, response);
+      return EncodeOutputs(outputs, *m, *wire, response);
+    };
+    if (!status.ok()) {
+      model->Reject(std::move(request), status);
+      return;
+    }
+    request = model->Infer(std::move(request));
+  }
+}
+
+}  // namespace manypy

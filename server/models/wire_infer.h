@@ -1,0 +1,28 @@
+// InferWire: Prepare -> Schedule for one Open Inference Protocol request, the
+// transport-neutral part every frontend (gRPC, HTTP) shares: model lookup,
+// PrepareRequest, then Model::Infer or Model::Reject. Thread-safe.
+#pragma once
+
+#include <functional>
+
+#include "proto/grpc_service.pb.h"
+#include "server/models/model_manager.h"
+
+namespace manypy {
+
+/// How a frontend's client may end a request early.
+struct WireCallOptions {
+  Clock::time_point deadline = Clock::time_point::max();  ///< the client's, if any
+  std::function<bool()> cancelled;                        ///< optional
+};
+
+/// Prepares `wire` for its model and hands it to the model's scheduler.
+/// `reply` is called once with the final status, after `response` has been
+/// filled (header and outputs, when OK), from any thread (a dispatcher worker,
+/// or this thread when the request fails early). `wire` and `response` must
+/// live until then.
+void InferWire(ModelManager* models, const inference::ModelInferRequest* wire,
+               inference::ModelInferResponse* response, WireCallOptions options,
+               std::function<void(const Status&)> reply);
+
+}  // namespace manypy

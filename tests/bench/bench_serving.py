@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""make bench: manypy against what users would run instead, same models,
+same protocol, same cores.
+
+Servers (each serving one model at a time, all started side by side and
+measured in turn at each step, so this VM's speed drifts fall on all alike):
+  manypy            manypy-server, one interpreter per core
+  python-grpc       a grpcio server, thread pool, one Python interpreter
+  python-processes  one worker process per core, a model copy each, one port
+                    (SO_REUSEPORT): the TorchServe / Triton Python-backend pattern
+(tests/bench/python_grpc_server.py has the baselines.) Each step is driven by
+manypy-perf over gRPC, one connection per concurrent stream; server CPU is
+read from /proc for the server's whole process tree around the measurement
+window, peak RSS is the sum of the tree's VmHWM.
+
+Writes a JSON list of {"model", "server", "concurrency", "infer_per_s",
+"p50_ms", "p99_ms", "server_cpu_us_per_infer", "peak_rss_bytes"}.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+MODELS = ["mlp_loop", "resnet18", "resnet50", "text_classifier"]
+LEVELS = [1, 4, 16, 64]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tree(pid):
+    """pid and all its descendants."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def cpu_seconds(pid):
+    total = 0
+    for p in tree(pid):
+        try:
+            fields = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except OSError:
+            pass
+    return total / CLK_TCK
+
+
+def peak_rss(pid):
+    total = 0
+    for p in tree(pid):
+        try:
+            found = re.search(r"VmHWM:\s+(\d+) kB", open(f"/proc/{p}/status").read())
+            total += int(found.group(1)) * 1024 if found else 0
+        except OSError:
+            pass
+    return total
+
+
+class Server:
+    def __init__(self, kind, args, model):
+        self.kind = kind
+        self.port = free_port()
+        archive = os.path.join(args.repository, model + ".mpk")
+        cores = len(os.sched_getaffinity(0))
+        if kind == "manypy":
+            cmd = [os.path.join(args.build, "bin", "manypy-server"),
+                   f"--model-repository={args.repository}", "--model-control-mode=explicit",
+                   f"--load-model={model}", "--grpc-address=127.0.0.1",
+                   f"--grpc-port={self.port}", "--metrics-port=0", "--log-level=warning"]
+        else:
+            cmd = ["/usr/bin/python3", os.path.join(HERE, "python_grpc_server.py"), archive,
+                   f"--port={self.port}"]
+            if kind == "python-processes":
+                cmd.append(f"--processes={cores}")
+        # The baselines use as many threads as manypy: one per core in all.
+        env = dict(os.environ, PYTHONPATH=os.path.join(args.build, "python"))
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, env=env)
+        for line in self.proc.stdout:
+            if "listening on" in line:
+                return
+        raise SystemExit(f"{kind} did not start for {model}")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def perf(args, port, model, concurrency, warmup, window):
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run([os.path.join(args.build, "bin", "manypy-perf"), "-m", model,
+                        "-u", f"127.0.0.1:{port}", "--concurrency", str(concurrency),
+                        "--warmup-seconds", str(warmup), "--window-seconds", str(window),
+                        "--max-windows", "1", "--json", out.name, "--csv", os.devnull],
+                       check=True, stderr=subprocess.DEVNULL)
+        return json.load(open(out.name))[0]
+
+
+def measure(args, server, model, concurrency):
+    perf(args, server.port, model, concurrency, 0, args.warmup)  # warm-up, not counted
+    before = cpu_seconds(server.proc.pid)
+    record = perf(args, server.port, model, concurrency, 0, args.window)
+    cpu = cpu_seconds(server.proc.pid) - before
+    requests = record.get("requests") or 0
+    return {
+        "model": model, "server": server.kind, "concurrency": concurrency,
+        "infer_per_s": record["infer_per_s"], "p50_ms": record["p50_ms"], "p99_ms": record["p99_ms"],
+        "server_cpu_us_per_infer": cpu * 1e6 / requests if requests else None,
+        "peak_rss_bytes": peak_rss(server.proc.pid),
+        "errors": record.get("errors", 0),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--repository", default="build/model-repository")
+    parser.add_argument("--out", default="bench-results/serving.json")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: one model, short windows")
+    parser.add_argument("--window", type=float, default=3.0)
+    parser.add_argument("--warmup", type=float, default=1.0)
+    args = parser.parse_args()
+    models, levels = MODELS, LEVELS
+    if args.quick:
+        models, levels, args.window, args.warmup = ["mlp_loop"], [1, 4], 1.0, 0.5
+    servers_kinds = ["manypy", "python-grpc", "python-processes"]
+    results = []
+    start = time.monotonic()
+    for model in models:
+        servers = []
+        try:
+            for kind in servers_kinds:
+                servers.append(Server(kind, args, model))
+            for concurrency in levels:
+                for server in servers:
+                    r = measure(args, server, model, concurrency)
+                    results.append(r)
+                    print(f"{model:<16} {server.kind:<17} c={concurrency:<3} "
+                          f"{r['infer_per_s']:9.1f} infer/s  p50 {r['p50_ms']:8.2f} ms  "
+                          f"p99 {r['p99_ms']:8.2f} ms  cpu {r['server_cpu_us_per_infer'] or 0:9.0f} us/inf  "
+                          f"rss {r['peak_rss_bytes'] / 2**20:7.0f} MiB", flush=True)
+        finally:
+            for s in servers:
+                s.stop()
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(results, f, indent=2)
+    print(f"wrote {args.out} ({len(results)} records, {time.monotonic() - start:.0f} s)")
+    bad = [r for r in results if r["errors"]]
+    if bad:
+        print(f"{len(bad)} step(s) had errors", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
