@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test serve demo models bench-pool bench-memory bench-batching bench-http clean
+.PHONY: all deps configure build test serve demo models bench-pool bench-memory bench-batching bench-http bench-serving clean
 
 all: build
 
@@ -53,6 +53,11 @@ bench-batching: models
 bench-http: models
 	/usr/bin/python3 tests/bench/bench_http.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/http.json
+
+# manypy vs a Python grpcio server vs N Python worker processes, same models and protocol.
+bench-serving: models
+	/usr/bin/python3 tests/bench/bench_serving.py --build $(BUILD) \
+	  --repository $(BUILD)/model-repository --out bench-results/serving.json
 
 clean:
 	rm -rf $(BUILD)

@@ -17,6 +17,7 @@ StatusOr<std::unique_ptr<InferenceClient>> InferenceClient::Create(const std::st
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_size);
   args.SetMaxSendMessageSize(options.max_message_size);
+  if (options.dedicated_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   if (!channel) return Internal("could not create a channel to " + address);
   return std::unique_ptr<InferenceClient>(new InferenceClient(address, options, std::move(channel)));

@@ -37,6 +37,10 @@ class InferenceClient {
     int max_message_size = 64 << 20;
     /// Deadline of each call that does not set its own; zero: none.
     std::chrono::milliseconds default_timeout{60000};
+    /// A TCP connection of this client's own. gRPC otherwise shares one
+    /// connection among the channels to an address with the same arguments,
+    /// so N clients would look like one to a server (and to SO_REUSEPORT).
+    bool dedicated_connection = false;
   };
 
   /// Connects lazily to `address` ("host:port"); fails only on bad arguments.

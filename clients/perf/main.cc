@@ -62,8 +62,17 @@ int main(int argc, char** argv) {
     infer.model_name = options.model;
     infer.model_version = options.model_version;
     infer.timeout = std::chrono::milliseconds(options.timeout_ms);
+    // One connection per concurrent stream, as that many independent clients would have.
     senders = [&, infer]() -> perf::Sender {
-      return [&, infer] { return grpc_client->Infer(inputs, infer).status(); };
+      client::InferenceClient::Options own;
+      own.dedicated_connection = true;
+      auto created = client::InferenceClient::Create(options.url, own);
+      std::shared_ptr<client::InferenceClient> stream(created.ok() ? std::move(*created) : nullptr);
+      if (stream == nullptr) {
+        Status failed = created.status();
+        return [failed] { return failed; };
+      }
+      return [&, infer, stream] { return stream->Infer(inputs, infer).status(); };
     };
   }
   perf::LoadRunner runner(senders, options);

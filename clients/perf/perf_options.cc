@@ -40,8 +40,8 @@ Usage: manypy-perf -m MODEL [-u HOST:PORT] [options]
   -m, --model NAME           model to load (required)
   -x, --model-version V      model version (default: the server's choice)
   -u, --url HOST:PORT        server address (default localhost:8001; -i http: localhost:8000)
-  -i, --protocol P           grpc (default) or http: KServe v2 REST on one keep-alive
-                             connection per sender thread, inputs and outputs as binary data
+  -i, --protocol P           grpc (default) or http: KServe v2 REST, inputs and outputs as
+                             binary data; either way one connection per sender thread
   --concurrency LIST         closed loop: comma-separated levels, e.g. 1,4,16,64 (default 1);
                              each level runs that many threads sending requests back to back
   --rate LIST                open loop instead: comma-separated request rates (requests/s)

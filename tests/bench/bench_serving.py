@@ -85,7 +85,8 @@ class Server:
             cmd = [os.path.join(args.build, "bin", "manypy-server"),
                    f"--model-repository={args.repository}", "--model-control-mode=explicit",
                    f"--load-model={model}", "--grpc-address=127.0.0.1",
-                   f"--grpc-port={self.port}", "--metrics-port=0", "--log-level=warning"]
+                   f"--grpc-port={self.port}", "--metrics-port=0", "--http-port=0",
+                   "--log-level=warning"]
         else:
             cmd = ["/usr/bin/python3", os.path.join(HERE, "python_grpc_server.py"), archive,
                    f"--port={self.port}"]
