@@ -17,44 +17,15 @@ against the targets:
 import argparse
 import json
 import os
-import re
 import signal
 import statistics
-import subprocess
 import sys
-import tempfile
+
+from bench_common import perf_window, start_manypy
 
 CASES = [("mlp_loop", 64), ("mlp_loop", 1), ("resnet18", 16), ("resnet18", 1)]
 # resnet18 takes ~65 ms an image on one core: longer windows for enough samples.
 WINDOW_SCALE = {"mlp_loop": 1.0, "resnet18": 3.0}
-
-
-def start_server(binary, repository, models, batching, interpreters):
-    args = [binary, f"--model-repository={repository}", "--grpc-port=0", "--http-port=0",
-            "--metrics-port=0",
-            "--model-control-mode=explicit", f"--interpreters={interpreters}",
-            "--log-level=warning"]
-    for m in models:
-        args += [f"--load-model={m}", f"--model-config={m}:dynamic_batching={str(batching).lower()}"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    for line in proc.stdout:
-        found = re.search(r"manypy-server: listening on [^:]+:(\d+)", line)  # gRPC's line
-        if found:
-            return proc, int(found.group(1))
-    raise SystemExit(f"manypy-server ({'batching' if batching else 'no batching'}) did not start")
-
-
-def one_window(perf, port, model, concurrency, seconds):
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([perf, "-m", model, "-u", f"127.0.0.1:{port}",
-                        "--concurrency", str(concurrency), "--warmup-seconds", "0.5",
-                        "--window-seconds", str(seconds), "--max-windows", "1",
-                        "--json", out.name, "--csv", os.devnull],
-                       check=True, stderr=subprocess.DEVNULL)
-        record = json.load(open(out.name))[0]
-    if record.get("errors"):
-        raise SystemExit(f"{model} c={concurrency}: errors {record['errors']}")
-    return record
 
 
 def main():
@@ -73,14 +44,15 @@ def main():
     servers = {}
     try:
         for batching in (True, False):
-            servers[batching] = start_server(binary, args.repository, models, batching,
-                                             args.interpreters)
+            setting = [f"--model-config={m}:dynamic_batching={str(batching).lower()}" for m in models]
+            servers[batching] = start_manypy(binary, args.repository, models, args.interpreters,
+                                             setting)
         windows = {(m, c, b): [] for m, c in CASES for b in (True, False)}
         for rep in range(args.repeats):
             for model, concurrency in CASES:
                 for batching in ((True, False) if rep % 2 == 0 else (False, True)):
-                    record = one_window(perf, servers[batching][1], model, concurrency,
-                                        args.window_seconds * WINDOW_SCALE[model])
+                    record = perf_window(perf, servers[batching][1]["grpc"], model, concurrency,
+                                         args.window_seconds * WINDOW_SCALE[model])
                     windows[(model, concurrency, batching)].append(record)
             print(f"round {rep + 1}/{args.repeats} done", file=sys.stderr, flush=True)
     finally:

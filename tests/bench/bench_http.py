@@ -16,48 +16,16 @@ resnet18 at concurrency 16, HTTP >= 0.8x gRPC throughput.
 import argparse
 import json
 import os
-import re
 import signal
 import statistics
-import subprocess
 import sys
-import tempfile
+
+from bench_common import perf_window, start_manypy
 
 CASES = [("two_io", 1), ("two_io", 16), ("resnet18", 1), ("resnet18", 16)]
 # resnet18 takes ~65 ms an image on one core: longer windows for enough samples.
 WINDOW_SCALE = {"two_io": 1.0, "resnet18": 3.0}
 PROTOCOLS = ("grpc", "http")
-
-
-def start_server(binary, repository, models, interpreters):
-    args = [binary, f"--model-repository={repository}", "--grpc-port=0", "--http-port=0",
-            "--no-metrics", "--model-control-mode=explicit",
-            f"--interpreters={interpreters}", "--log-level=warning"]
-    args += [f"--load-model={m}" for m in models]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    ports = {}
-    for line in proc.stdout:
-        found = re.search(r"manypy-server: HTTP listening on [^:]+:(\d+)", line)
-        if found:
-            ports["http"] = int(found.group(1))
-        found = re.search(r"manypy-server: listening on [^:]+:(\d+)", line)
-        if found:
-            ports["grpc"] = int(found.group(1))
-            return proc, ports
-    raise SystemExit("manypy-server did not start")
-
-
-def one_window(perf, protocol, port, model, concurrency, seconds):
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([perf, "-m", model, "-i", protocol, "-u", f"127.0.0.1:{port}",
-                        "--concurrency", str(concurrency), "--warmup-seconds", "0.5",
-                        "--window-seconds", str(seconds), "--max-windows", "1",
-                        "--json", out.name, "--csv", os.devnull],
-                       check=True, stderr=subprocess.DEVNULL)
-        record = json.load(open(out.name))[0]
-    if record.get("errors"):
-        raise SystemExit(f"{model} {protocol} c={concurrency}: errors {record['errors_by_code']}")
-    return record
 
 
 def main():
@@ -72,7 +40,7 @@ def main():
 
     binary = os.path.join(args.build, "bin", "manypy-server")
     perf = os.path.join(args.build, "bin", "manypy-perf")
-    proc, ports = start_server(binary, args.repository, sorted({m for m, _ in CASES}),
+    proc, ports = start_manypy(binary, args.repository, sorted({m for m, _ in CASES}),
                                args.interpreters)
     windows = {(m, c, p): [] for m, c in CASES for p in PROTOCOLS}
     try:
@@ -80,8 +48,8 @@ def main():
             for model, concurrency in CASES:
                 for protocol in (PROTOCOLS if rep % 2 == 0 else PROTOCOLS[::-1]):
                     windows[(model, concurrency, protocol)].append(
-                        one_window(perf, protocol, ports[protocol], model, concurrency,
-                                   args.window_seconds * WINDOW_SCALE[model]))
+                        perf_window(perf, ports[protocol], model, concurrency,
+                                    args.window_seconds * WINDOW_SCALE[model], protocol))
             print(f"round {rep + 1}/{args.repeats} done", file=sys.stderr, flush=True)
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -1,0 +1,42 @@
+"""What the benchmark drivers share: starting manypy-server on free ports and
+running one measurement window of manypy-perf."""
+import json
+import os
+import re
+import subprocess
+import tempfile
+
+
+def start_manypy(binary, repository, models, interpreters, extra=()):
+    """Starts manypy-server (explicit model control, `models` loaded, every
+    port picked by the kernel, no metrics); returns (process, {"grpc": port,
+    "http": port}) once it is listening."""
+    args = [binary, f"--model-repository={repository}", "--grpc-address=127.0.0.1",
+            "--grpc-port=0", "--http-port=0", "--no-metrics", "--model-control-mode=explicit",
+            f"--interpreters={interpreters}", "--log-level=warning", *extra]
+    args += [f"--load-model={m}" for m in models]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    ports = {}
+    for line in proc.stdout:
+        found = re.search(r"manypy-server: HTTP listening on [^:]+:(\d+)", line)
+        if found:
+            ports["http"] = int(found.group(1))
+        found = re.search(r"manypy-server: listening on [^:]+:(\d+)", line)  # gRPC's, the last
+        if found:
+            ports["grpc"] = int(found.group(1))
+            return proc, ports
+    raise SystemExit(f"manypy-server {' '.join(extra)} did not start")
+
+
+def perf_window(perf, port, model, concurrency, seconds, protocol="grpc", warmup=0.5):
+    """One manypy-perf window; its JSON record. Stops the run on any error."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        subprocess.run([perf, "-m", model, "-i", protocol, "-u", f"127.0.0.1:{port}",
+                        "--concurrency", str(concurrency), "--warmup-seconds", str(warmup),
+                        "--window-seconds", str(seconds), "--max-windows", "1",
+                        "--json", out.name, "--csv", os.devnull],
+                       check=True, stderr=subprocess.DEVNULL)
+        record = json.load(open(out.name))[0]
+    if record.get("errors"):
+        raise SystemExit(f"{model} {protocol} c={concurrency}: errors {record.get('errors_by_code')}")
+    return record
