@@ -135,11 +135,7 @@ void Dispatcher::Work(size_t slot) {
     }
     if (execution == nullptr) {
       if (stopping_) return;
-      if (draining_ && running_.empty() && std::all_of(models_.begin(), models_.end(), [](auto& m) {
-            return m->scheduler_->queued() == 0;
-          })) {
-        idle_cv_.notify_all();
-      }
+      if (draining_ && IdleLocked()) idle_cv_.notify_all();
       if (wake == Clock::time_point::max()) {
         work_cv_.wait(lock);
       } else {
@@ -255,11 +251,13 @@ bool Dispatcher::Drain(Clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   draining_ = true;
   work_cv_.notify_all();
-  return idle_cv_.wait_until(lock, deadline, [this] {
-    return running_.empty() && std::all_of(models_.begin(), models_.end(), [](auto& m) {
-             return m->scheduler_->queued() == 0;
-           });
-  });
+  return idle_cv_.wait_until(lock, deadline, [this] { return IdleLocked(); });
+}
+
+bool Dispatcher::IdleLocked() const {
+  return running_.empty() && std::all_of(models_.begin(), models_.end(), [](auto& m) {
+           return m->scheduler_->queued() == 0;
+         });
 }
 
 size_t Dispatcher::Abandon() {

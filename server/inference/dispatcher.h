@@ -86,6 +86,8 @@ class Dispatcher {
   ExecutionPtr FindWork(Clock::time_point now, Clock::time_point* wake,
                         std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>>* expired);
   void LeaveIfDrained(const std::shared_ptr<ModelQueue>& model);  // REQUIRES: mu_
+  /// Nothing queued or running in any model. REQUIRES: mu_.
+  bool IdleLocked() const;
   static void Expire(const ModelQueue& model, RequestPtr request);
 
   const Options options_;
