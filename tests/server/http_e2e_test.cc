@@ -38,12 +38,22 @@ const char* kTwoIoJson = R"({"id": "request-7", "inputs": [
 
 class HttpTest : public ServerTest {
  protected:
-  // No metrics endpoint: these tests run in parallel and need only HTTP and gRPC.
-  void StartServer(std::vector<std::string> args) {
-    args.push_back("--no-metrics");
+  // No metrics endpoint unless a test watches the server's gauges.
+  void StartServer(std::vector<std::string> args, bool metrics = false) {
+    if (!metrics) args.push_back("--no-metrics");
     ServerTest::StartServer(std::move(args));
   }
   int port() const { return server_.http_port(); }
+  // Polls the metrics endpoint (up to 10 s) until `series` (name and labels) reads 1.
+  bool GaugeReachesOne(const std::string& series) {
+    EXPECT_GT(server_.metrics_port(), 0) << "start the server with metrics on";
+    for (int i = 0; i < 500; ++i) {
+      HttpConnection metrics(server_.metrics_port());  // one connection per scrape
+      if (metrics.Send("GET", "/metrics").body.find(series + " 1") != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
 };
 
 TEST_F(HttpTest, HealthMetadataConfigStatsAndIndex) {
@@ -292,7 +302,8 @@ TEST_F(HttpTest, BadRequestsAre400WithGrpcsMessages) {
 TEST_F(HttpTest, ErrorsMapToTheirCodes) {
   StartServer({"--model-control-mode=explicit", "--load-model=failing", "--load-model=slow",
                "--model-config=slow:instance_count=1", "--model-config=slow:max_queue_size=1",
-               "--max-message-size=100000"});
+               "--max-message-size=100000"},
+              /*metrics=*/true);
   HttpConnection c(port());
   HttpReply r = c.Send("POST", "/v2/models/nope/infer", "{\"inputs\": []}");
   EXPECT_EQ(r.status, 404);
@@ -309,22 +320,25 @@ TEST_F(HttpTest, ErrorsMapToTheirCodes) {
   EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
 
   // 429 and 504: one slow call runs, one waits in the queue of one, the next is refused;
-  // a request whose timeout passes while queued is not run.
+  // a request whose timeout passes while queued is not run. Each step waits for the
+  // server's own gauges rather than for a guessed time, so a loaded machine cannot
+  // reorder them.
+  ASSERT_GT(server_.metrics_port(), 0);
   auto slow = [](int ms, const std::string& params = "") {
     return R"({"inputs": [{"name": "MS", "shape": [1, 1], "datatype": "INT64", "data": [)" +
            std::to_string(ms) + "]}]" + params + "}";
   };
   std::thread running([&] {
     HttpConnection own(port());
-    EXPECT_EQ(own.Send("POST", "/v2/models/slow/infer", slow(1500)).status, 200);
+    EXPECT_EQ(own.Send("POST", "/v2/models/slow/infer", slow(4000)).status, 200);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(GaugeReachesOne(R"(manypy_in_flight_executions{model="slow",version="1"})"));
   std::thread queued([&] {
     HttpConnection own(port());
-    HttpReply q = own.Send("POST", "/v2/models/slow/infer", slow(1, R"(, "parameters": {"timeout": 200000})"));
+    HttpReply q = own.Send("POST", "/v2/models/slow/infer", slow(1, R"(, "parameters": {"timeout": 2000000})"));
     EXPECT_EQ(q.status, 504) << q.body;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(GaugeReachesOne(R"(manypy_queued_requests{model="slow",version="1"})"));
   r = c.Send("POST", "/v2/models/slow/infer", slow(1));
   EXPECT_EQ(r.status, 429) << r.body;
   EXPECT_NE(ErrorOf(r).find("max_queue_size 1"), std::string::npos) << r.body;
@@ -357,7 +371,8 @@ TEST_F(HttpTest, KeepAliveConcurrentConnectionsAndSlowClients) {
 }
 
 TEST_F(HttpTest, ReadinessTurnsFalseOnSigterm) {
-  StartServer({"--model-control-mode=explicit", "--load-model=slow", "--grace-period=5"});
+  StartServer({"--model-control-mode=explicit", "--load-model=slow", "--grace-period=5"},
+              /*metrics=*/true);
   HttpConnection c(port());
   std::thread running([&] {
     HttpConnection own(port());
@@ -365,7 +380,7 @@ TEST_F(HttpTest, ReadinessTurnsFalseOnSigterm) {
                            R"({"inputs": [{"name": "MS", "shape": [1, 1], "datatype": "INT64", "data": [1500]}]})");
     EXPECT_EQ(r.status, 200) << r.body;  // in flight at SIGTERM: still answered
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_TRUE(GaugeReachesOne(R"(manypy_in_flight_executions{model="slow",version="1"})"));
   kill(server_.pid(), SIGTERM);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   HttpReply ready = c.Send("GET", "/v2/health/ready");

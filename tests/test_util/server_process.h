@@ -48,11 +48,9 @@ class ServerProcess {
       size_t at = text.find("manypy-server: listening on 127.0.0.1:");
       if (at != std::string::npos && text.find(',', at) != std::string::npos) {
         port_ = std::stoi(text.substr(at + 38));
-        size_t http = text.find("HTTP listening on ");  // printed before, when HTTP is on
-        if (http != std::string::npos) {
-          size_t colon = text.find(':', http + 18);
-          if (colon != std::string::npos) http_port_ = std::stoi(text.substr(colon + 1));
-        }
+        // Printed before it, each when its endpoint is on.
+        http_port_ = PortAfter(text, "HTTP listening on ");
+        metrics_port_ = PortAfter(text, "metrics listening on http://");
         return true;
       }
     }
@@ -62,6 +60,8 @@ class ServerProcess {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   /// The HTTP port from the "HTTP listening on ADDR:PORT" line (0: HTTP off).
   int http_port() const { return http_port_; }
+  /// The metrics port from the "metrics listening on URL" line (0: metrics off).
+  int metrics_port() const { return metrics_port_; }
   pid_t pid() const { return pid_; }
 
   /// Sends SIGTERM and returns the exit status (-1 if it did not exit normally).
@@ -85,10 +85,19 @@ class ServerProcess {
   }
 
  private:
+  // The port of the first "ADDR:PORT" after `label` in `text`; 0 if absent.
+  static int PortAfter(const std::string& text, const std::string& label) {
+    size_t at = text.find(label);
+    if (at == std::string::npos) return 0;
+    size_t colon = text.find(':', at + label.size());
+    return colon == std::string::npos ? 0 : std::stoi(text.substr(colon + 1));
+  }
+
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
   int port_ = 0;
   int http_port_ = 0;
+  int metrics_port_ = 0;
 };
 
 }  // namespace manypy::testing
