@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test serve demo models bench-pool bench-memory bench-batching bench-http bench-serving clean
+.PHONY: all deps configure build test serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving clean
 
 all: build
 
@@ -58,6 +58,17 @@ bench-http: models
 bench-serving: models
 	/usr/bin/python3 tests/bench/bench_serving.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/serving.json
+
+# The whole suite in at most 20 minutes on 2 cores: serving (manypy, manypy-torchscript,
+# python-grpc, python-processes; 5 models; concurrency 1-64), memory vs workers, then
+# bench-results/report.md with PNG plots and the targets' verdicts.
+bench: models
+	mkdir -p bench-results
+	/usr/bin/python3 tests/bench/bench_serving.py --build $(BUILD) \
+	  --repository $(BUILD)/model-repository --out bench-results/serving.json
+	$(BUILD)/bin/manypy-bench-memory --archive $(BUILD)/model-repository/resnet50.mpk \
+	  --out bench-results/memory.json
+	/usr/bin/python3 tests/bench/bench_report.py --results bench-results
 
 clean:
 	rm -rf $(BUILD)

@@ -6,7 +6,8 @@
 (`make models` runs exactly that.) Each model module in this folder has a
 build() factory, a SIGNATURE dict (keyword arguments for
 manypy.package.export) and example_inputs(); the example is run once to
-check the declared signature. One archive per model, version 1, entry point
+check the declared signature (and more_example_inputs(), where a model has
+it, each run too). One archive per model, version 1, entry point
 kind "pickle", the model's module interned. An archive newer than its model
 module and the packaging tool is kept (prints "up to date"); --force
 rebuilds. Archives are written to a temporary file and renamed, and their
@@ -17,6 +18,7 @@ import importlib
 import os
 import sys
 import time
+import warnings
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
@@ -28,12 +30,16 @@ MANYPY_PYTHON = os.path.join(REPO, "package_format", "python")
 MODELS = (
     "resnet18",
     "resnet50",
+    "vit_small",
     "mobilenet_v3_small",
     "text_classifier",
     "python_heavy",
     "mlp_loop",
     "two_io",
     "numpy_model",
+    "fasterrcnn_mobilenet_v3_large_320_fpn",
+    "deeplabv3_mobilenet_v3_large",
+    "wav2vec2_base",
 )
 
 
@@ -58,19 +64,32 @@ def _inputs_mtime(module):
     return max(os.path.getmtime(f) for f in files)
 
 
-def package_model(name, out_dir, force=False):
-    """Writes out_dir/<name>.mpk; returns (path, manifest or None if it was
-    up to date)."""
+def package_model(name, out_dir, force=False, torchscript=False):
+    """Writes out_dir/<name>.mpk (with torchscript: out_dir/<name>_ts.mpk, the
+    model compiled with torch.jit.script for platform torchscript); returns
+    (path, manifest or None if it was up to date)."""
     _setup_path()
     import manypy.package
 
     module = load(name)
-    path = os.path.join(out_dir, f"{name}.mpk")
+    archive_name = f"{name}_ts" if torchscript else name
+    path = os.path.join(out_dir, f"{archive_name}.mpk")
     if not force and os.path.exists(path) and os.path.getmtime(path) >= _inputs_mtime(module):
         return path, None
-    manifest = manypy.package.export(
-        module.build(), path, name=name, version=1,
-        example_inputs=module.example_inputs(), modules=[module], **module.SIGNATURE)
+    if torchscript:
+        import manypy.torchscript
+        signature = dict(module.SIGNATURE, description=module.SIGNATURE.get("description", "") +
+                         " (TorchScript)")
+        return path, manypy.torchscript.export(
+            module.build(), path, name=archive_name, version=1,
+            example_inputs=module.example_inputs(), **signature)
+    more = module.more_example_inputs() if hasattr(module, "more_example_inputs") else None
+    with warnings.catch_warnings():
+        # wav2vec2_base's None second output is left out by design (its docstring).
+        warnings.filterwarnings("ignore", message=r"output\(s\) .* None for the example inputs")
+        manifest = manypy.package.export(
+            module.build(), path, name=name, version=1, example_inputs=module.example_inputs(),
+            more_example_inputs=more, modules=[module], **module.SIGNATURE)
     return path, manifest
 
 
@@ -80,13 +99,16 @@ def main(argv=None):
     parser.add_argument("--only", action="append", choices=MODELS, metavar="NAME",
                         help="package only this model (repeatable)")
     parser.add_argument("--force", action="store_true", help="rebuild archives that are up to date")
+    parser.add_argument("--torchscript", action="store_true",
+                        help="write <name>_ts.mpk for platform torchscript instead (models whose "
+                        "inputs are tensors and whose code torch.jit.script compiles)")
     args = parser.parse_args(argv)
 
     os.makedirs(args.out, exist_ok=True)
     start = time.monotonic()
     for name in args.only or MODELS:
         t0 = time.monotonic()
-        path, manifest = package_model(name, args.out, args.force)
+        path, manifest = package_model(name, args.out, args.force, args.torchscript)
         size = os.path.getsize(path)
         state = "up to date" if manifest is None else f"{time.monotonic() - t0:.1f} s"
         print(f"{name:<20} {size / 1e6:9.2f} MB  {path}  ({state})", flush=True)

@@ -94,8 +94,9 @@ Status ParseEntryPoint(const JsonFields& top, EntryPoint* ep) {
   if (!obj.ok()) return obj.status();
   JsonFields f(top.archive(), **obj, "entry_point.");
   MANYPY_RETURN_IF_ERROR(f.String("kind", true, &ep->kind));
-  if (ep->kind == "pickle") {
+  if (ep->kind == "pickle" || ep->kind == "torchscript") {
     MANYPY_RETURN_IF_ERROR(f.Only({"kind", "package", "resource"}));
+    if (ep->kind == "torchscript") ep->resource = "model.pt";  // its default
     MANYPY_RETURN_IF_ERROR(f.String("package", false, &ep->package));
     MANYPY_RETURN_IF_ERROR(f.String("resource", false, &ep->resource));
   } else if (ep->kind == "factory") {
@@ -121,7 +122,8 @@ Status ParseEntryPoint(const JsonFields& top, EntryPoint* ep) {
       return w.Error("resource", "'" + ep->weights_resource + "' is not a safe relative path");
     return Status::Ok();
   } else {
-    return f.Error("kind", "unknown kind '" + ep->kind + "' (expected pickle or factory)");
+    return f.Error("kind",
+                   "unknown kind '" + ep->kind + "' (expected pickle, factory or torchscript)");
   }
   if (!DottedModule(ep->package))
     return f.Error("package", "'" + ep->package + "' is not a dotted package name");
@@ -182,9 +184,16 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
   MANYPY_RETURN_IF_ERROR(f.Int("version", true, &m.version));
   if (m.version < 1) return f.Error("version", "must be >= 1, got " + std::to_string(m.version));
   MANYPY_RETURN_IF_ERROR(f.String("platform", true, &m.platform));
-  if (m.platform != "manypy_python")
-    return f.Error("platform", "unknown platform '" + m.platform + "' (expected manypy_python)");
+  if (m.platform != kPythonPlatform && m.platform != kTorchScriptPlatform)
+    return f.Error("platform", "unknown platform '" + m.platform + "' (expected " +
+                                   kPythonPlatform + " or " + kTorchScriptPlatform + ")");
   MANYPY_RETURN_IF_ERROR(ParseEntryPoint(f, &m.entry_point));
+  // A TorchScript module is the only thing the torchscript platform runs, and
+  // only that platform can run one.
+  if ((m.platform == kTorchScriptPlatform) != (m.entry_point.kind == "torchscript"))
+    return f.Error("entry_point.kind", "kind '" + m.entry_point.kind +
+                                           "' does not go with platform '" + m.platform +
+                                           "' (torchscript needs kind torchscript, and only it)");
   MANYPY_RETURN_IF_ERROR(f.String("method", false, &m.method));
   if (!Identifier(m.method))
     return f.Error("method", "'" + m.method + "' is not a Python identifier");

@@ -28,15 +28,20 @@ struct BatchingSpec {
 
 /// How the server gets the model object out of the archive.
 struct EntryPoint {
-  std::string kind = "pickle";         ///< "pickle" or "factory"
-  std::string package = "model";       ///< pickle: the pickle's package ...
-  std::string resource = "model.pkl";  ///< ... and resource name
+  std::string kind = "pickle";         ///< "pickle", "factory" or "torchscript"
+  std::string package = "model";       ///< pickle, torchscript: the entry's package ...
+  std::string resource = "model.pkl";  ///< ... and resource name (torchscript: model.pt)
   std::string module;                  ///< factory: an interned module ...
   std::string function;          ///< ... and a zero-argument callable in it returning the model
   std::string weights_package;   ///< factory, optional (both empty = none): a pickled
   std::string weights_resource;  ///< state dict loaded into the model by name
   bool operator==(const EntryPoint& o) const;
 };
+
+/// The platforms an archive may name: Python run by the interpreters, or a TorchScript
+/// module run by libtorch from C++ with no interpreter.
+inline constexpr const char* kPythonPlatform = "manypy_python";
+inline constexpr const char* kTorchScriptPlatform = "torchscript";
 
 struct Manifest {
   int64_t schema_version = 1;

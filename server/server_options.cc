@@ -141,7 +141,9 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              extension) port (default 8000; 0 picks a free port)
   --http-address=ADDR        address of the HTTP endpoint (default 0.0.0.0)
   --no-http                  no HTTP endpoint
-  --interpreters=N           Python interpreters in the pool (default: one per core)
+  --interpreters=N           Python interpreters in the pool (default: one per CPU
+                             the cgroup CPU quota, i.e. a container's CPU limit,
+                             allows; else one per core)
   --model-control-mode=MODE  none: load every model at start (default);
                              explicit: load only --load-model models, then on
                              RepositoryModelLoad / RepositoryModelUnload requests

@@ -1,14 +1,73 @@
 #!/usr/bin/env bash
 # Installs the Debian packages listed in tools/debian-packages.txt that are
 # missing. Fast (no apt-get at all) when everything is already there.
+#   tools/install-deps.sh                  every package (development, CI)
+#   tools/install-deps.sh --image-build    all but those marked `test` (the
+#                                          container image's build stage)
+#   tools/install-deps.sh --runtime [PKG...]  those marked `runtime`, plus PKG
+#                                          (the image's runtime stage)
+#   --list before any of these prints the selected names instead.
 set -euo pipefail
 list="$(dirname "$0")/debian-packages.txt"
-missing=()
-while read -r pkg; do
+print=0
+if [[ "${1:-}" == "--list" ]]; then
+  print=1
+  shift
+fi
+mode="${1:---all}"
+(($# > 0)) && shift
+case "$mode" in
+  --all | --image-build | --runtime) ;;
+  *)
+    echo "usage: $0 [--list] [--all | --image-build | --runtime [PACKAGE...]]" >&2
+    exit 2
+    ;;
+esac
+[[ "$mode" != "--runtime" && $# -gt 0 ]] && { echo "install-deps: extra packages only with --runtime" >&2; exit 2; }
+
+selected=()
+skip_if_command=()
+while read -r pkg words; do
   [[ -z "$pkg" || "$pkg" == \#* ]] && continue
+  runtime=0 test=0 command=""
+  for word in $words; do
+    case "$word" in
+      runtime) runtime=1 ;;
+      test) test=1 ;;
+      command=*) command="${word#command=}" ;;
+      *)
+        echo "install-deps: $list: unknown word '$word' after $pkg" >&2
+        exit 2
+        ;;
+    esac
+  done
+  case "$mode" in
+    --image-build) ((test)) && continue ;;
+    --runtime) ((runtime)) || continue ;;
+  esac
+  selected+=("$pkg")
+  skip_if_command+=("$command")
+done <"$list"
+for pkg in "$@"; do
+  selected+=("$pkg")
+  skip_if_command+=("")
+done
+
+if ((print)); then
+  printf '%s\n' "${selected[@]}"
+  exit 0
+fi
+
+missing=()
+for i in "${!selected[@]}"; do
+  pkg="${selected[$i]}"
+  command="${skip_if_command[$i]}"
+  if [[ -n "$command" ]] && command -v "$command" >/dev/null; then
+    continue
+  fi
   status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
-done <"$list"
+done
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all Debian packages present"
   exit 0

@@ -184,7 +184,10 @@ void Dispatcher::Run(size_t slot, Execution& execution) {
   if (execution.hook.fired()) {
     status = {StatusCode::kDeadlineExceeded,
               "model '" + m.name + "' ran longer than its execution limit of " +
-                  Seconds(model.limits().max_execution) + " s and was interrupted"};
+                  Seconds(model.limits().max_execution) + " s and was " +
+                  (model.executable().interruptible()
+                       ? "interrupted"
+                       : "answered as failed when it ended (its calls cannot be interrupted)")};
   }
   std::vector<std::vector<Value>> split;
   if (status.ok()) status = SplitOutputs(m, execution.requests, std::move(*outputs), &split);

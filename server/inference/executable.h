@@ -60,6 +60,9 @@ class Executable {
     (void)error_type;
     return Run(slot, inputs, hook);
   }
+  /// Whether firing the hook stops a running call (Python can be interrupted;
+  /// a TorchScript call cannot and runs to its end).
+  virtual bool interruptible() const { return true; }
 };
 
 }  // namespace manypy

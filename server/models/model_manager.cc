@@ -3,7 +3,7 @@
 #include "server/inference/batching_scheduler.h"
 #include "server/inference/inference_observer.h"
 #include "server/log.h"
-#include "server/models/packaged_model.h"
+#include "server/models/archive_loader.h"
 #include "server/models/warmup.h"
 
 namespace manypy {
@@ -43,12 +43,8 @@ StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(InterpreterPool* po
   }
   if (slots == 0) return InvalidArgument("the model manager needs at least one interpreter");
   if (!options.loader) {
-    options.loader = [pool](const std::string& path,
-                            Manifest* manifest) -> StatusOr<std::shared_ptr<Executable>> {
-      auto loaded = PackagedModel::Load(pool, path);
-      if (!loaded.ok()) return loaded.status();
-      *manifest = (*loaded)->manifest();
-      return std::shared_ptr<Executable>(std::move(*loaded));
+    options.loader = [pool](const std::string& path, Manifest* manifest) {
+      return LoadArchive(pool, path, manifest);
     };
   }
   std::unique_ptr<ModelManager> manager(new ModelManager(slots, dispatcher, std::move(options)));

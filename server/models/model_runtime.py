@@ -1,8 +1,34 @@
 # Runs inside every manypy interpreter: loads a model archive with
 # torch.package, taking tensor storages from the host's single mapping of the
 # archive (so all interpreters share one copy of the weights), and calls it.
+import importlib
+import re
+
 import torch
 from torch.package import PackageImporter
+
+
+class MissingModulesError(ImportError):
+    """The archive needs modules from the server's Python (its extern
+    modules) that cannot be imported here. PackagedModel::Load turns it into
+    FAILED_PRECONDITION."""
+
+
+def check_extern_modules(importer, path):
+    """Imports every module the archive expects the server to provide
+    (torch.package's .data/extern_modules), so that a missing one fails the
+    load, naming all of them, before any request."""
+    missing = []
+    for name in importer.extern_modules:
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # ImportError, or a module that raises as it is imported
+            missing.append(f"{name} ({type(e).__name__}: {e})")
+    if missing:
+        raise MissingModulesError(
+            f"archive {path} needs {len(missing)} module(s) that this server's Python cannot "
+            f"import: {'; '.join(missing)}. Install them where the server runs, or package "
+            f"them into the archive (export(..., intern=[...]))")
 
 
 class SharedStorageReader:
@@ -51,6 +77,7 @@ def _assign_state(model, state):
 
 def load(path, entry_point, storages, device="cpu"):
     importer = PackageImporter(path)
+    check_extern_modules(importer, path)
     importer.zip_reader = SharedStorageReader(importer.zip_reader, storages)
     kind = entry_point["kind"]
     if kind == "pickle":
@@ -75,22 +102,62 @@ def load(path, entry_point, storages, device="cpu"):
     return model
 
 
+class ModelOutputError(RuntimeError):
+    """The model's result does not give the outputs its manifest declares
+    (the server answers INTERNAL naming the output)."""
+
+
+_INDEX_SUFFIX = re.compile(r"__([0-9]+)$")
+
+
+def _is_bytes_list(value):
+    return isinstance(value, list) and all(
+        isinstance(v, (bytes, bytearray, str)) or _is_bytes_list(v) for v in value)
+
+
 def _as_output_list(result, output_names):
+    """The declared outputs, in manifest order, from what the model returned:
+    a dict (by key; also a list or tuple holding one dict, as torchvision's
+    detectors return), a tuple or list (by position, or by the NAME__<index>
+    suffix when the manifest declares fewer outputs than the result has
+    elements: elements that were None at export are not declared), or one
+    value. A declared output that is None is an error naming it."""
+    if isinstance(result, (tuple, list)) and result and all(isinstance(r, dict) for r in result):
+        if len(result) != 1:
+            raise ModelOutputError(
+                f"the model returned a {type(result).__name__} of {len(result)} dicts; the "
+                f"manifest's outputs {output_names} are read from one dict (one input item per call)")
+        result = result[0]
     if isinstance(result, dict):
         missing = [n for n in output_names if n not in result]
         if missing:
-            raise RuntimeError(f"the model's result has no output(s) {missing}; it returned keys "
-                               f"{sorted(result)}")
-        return [result[n] for n in output_names]
-    if isinstance(result, (tuple, list)):
-        if len(result) != len(output_names):
-            raise RuntimeError(f"the model returned {len(result)} values, the manifest declares "
-                               f"{len(output_names)} outputs {output_names}")
-        return list(result)
-    if len(output_names) != 1:
-        raise RuntimeError(f"the model returned one value, the manifest declares "
-                           f"{len(output_names)} outputs {output_names}")
-    return [result]
+            raise ModelOutputError(f"the model's result has no output(s) {missing}; it returned "
+                                   f"keys {sorted(result)}")
+        values = [result[n] for n in output_names]
+    elif isinstance(result, (tuple, list)) and not (len(output_names) == 1 and _is_bytes_list(result)):
+        if len(result) == len(output_names):
+            values = list(result)
+        else:
+            positions = []
+            for n in output_names:
+                m = _INDEX_SUFFIX.search(n)
+                positions.append(int(m.group(1)) if m else None)
+            if any(p is None or p >= len(result) for p in positions):
+                raise ModelOutputError(
+                    f"the model returned {len(result)} values, the manifest declares "
+                    f"{len(output_names)} outputs {output_names} (an output named NAME__<index> "
+                    f"takes that element)")
+            values = [result[p] for p in positions]
+    else:
+        if len(output_names) != 1:
+            raise ModelOutputError(f"the model returned one value, the manifest declares "
+                                   f"{len(output_names)} outputs {output_names}")
+        values = [result]
+    for name, value in zip(output_names, values):
+        if value is None:
+            raise ModelOutputError(f"output '{name}' is None: the model returned None where "
+                                   f"its manifest declares a tensor")
+    return values
 
 
 def _to(value, device):

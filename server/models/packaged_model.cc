@@ -11,6 +11,8 @@ namespace manypy {
 namespace {
 
 constexpr const char* kRuntimeModule = "manypy_model_runtime";
+// model_runtime.py raises it when the server's Python lacks an extern module.
+constexpr const char* kMissingModulesError = "manypy_model_runtime.MissingModulesError";
 
 Value EntryPointValue(const EntryPoint& e) {
   return Value::Dict({
@@ -42,10 +44,19 @@ StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(InterpreterPool* po
                                                             const std::string& archive_path) {
   auto archive = PackageArchive::Open(archive_path);
   if (!archive.ok()) return archive.status();
-  auto storages = MappedStorages::Map(**archive);
+  return Load(pool, std::move(*archive));
+}
+
+StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(
+    InterpreterPool* pool, std::unique_ptr<PackageArchive> archive) {
+  const std::string archive_path = archive->path();
+  if (archive->manifest().platform != kPythonPlatform)
+    return InvalidArgument(archive_path + ": platform '" + archive->manifest().platform +
+                           "' is not run by the interpreters (load it with LoadArchive)");
+  auto storages = MappedStorages::Map(*archive);
   if (!storages.ok()) return storages.status();
 
-  const Manifest& manifest = (*archive)->manifest();
+  const Manifest& manifest = archive->manifest();
   if (manifest.device != "cpu" && !at::hasCUDA()) {
     return FailedPrecondition("model '" + manifest.name + "' asks for device '" + manifest.device +
                               "', but this server's libtorch was built without CUDA");
@@ -75,7 +86,11 @@ StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(InterpreterPool* po
         InterpreterSession session = pool->AcquireAt(i);
         runner.In(session);
       } catch (const PythonError& e) {
-        results[i] = Internal("loading " + archive_path + " failed: " + e.what());
+        if (e.type() == kMissingModulesError) {
+          results[i] = FailedPrecondition("loading " + archive_path + " failed: " + e.message());
+        } else {
+          results[i] = Internal("loading " + archive_path + " failed: " + e.what());
+        }
       }
     });
   }
@@ -84,7 +99,7 @@ StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(InterpreterPool* po
     if (!r.ok()) return r;
   }
   return std::unique_ptr<PackagedModel>(new PackagedModel(
-      pool, std::move(*archive), std::move(*storages), std::move(model), std::move(runner)));
+      pool, std::move(archive), std::move(*storages), std::move(model), std::move(runner)));
 }
 
 std::vector<Value> PackagedModel::Call(const std::vector<Value>& inputs) const {

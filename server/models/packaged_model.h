@@ -21,10 +21,15 @@ class PackagedModel final : public Executable {
   /// Validates the archive, maps its storages once and loads the model in
   /// every interpreter of `pool` (in parallel). The pool must outlive the model.
   /// Errors: the archive's (NOT_FOUND / INVALID_ARGUMENT); FAILED_PRECONDITION
-  /// for a device this server's libtorch lacks (cuda without CUDA); for a
-  /// Python failure while loading, INTERNAL with the exception type and message.
+  /// for a device this server's libtorch lacks (cuda without CUDA) or for
+  /// extern modules the server's Python cannot import (each named); for
+  /// another Python failure while loading, INTERNAL with the exception type
+  /// and message.
   static StatusOr<std::unique_ptr<PackagedModel>> Load(InterpreterPool* pool,
                                                       const std::string& archive_path);
+  /// As above, for an archive already opened (and validated).
+  static StatusOr<std::unique_ptr<PackagedModel>> Load(InterpreterPool* pool,
+                                                      std::unique_ptr<PackageArchive> archive);
 
   const Manifest& manifest() const { return archive_->manifest(); }
 

@@ -5,6 +5,9 @@ same protocol, same cores.
 Servers (each serving one model at a time, all started side by side and
 measured in turn at each step, so this VM's speed drifts fall on all alike):
   manypy            manypy-server, one interpreter per core
+  manypy-torchscript  the same model compiled with torch.jit.script, served by
+                    manypy-server on platform torchscript (C++ threads, no
+                    interpreter): the in-process limit, for models with tensor inputs
   python-grpc       a grpcio server, thread pool, one Python interpreter
   python-processes  one worker process per core, a model copy each, one port
                     (SO_REUSEPORT): the TorchServe / Triton Python-backend pattern
@@ -29,9 +32,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-MODELS = ["mlp_loop", "resnet18", "resnet50", "text_classifier"]
+REPO = os.path.dirname(os.path.dirname(HERE))
+MODELS = ["mlp_loop", "resnet18", "resnet50", "vit_small", "text_classifier"]
+# text_classifier's tokenizer is Python over BYTES inputs: no TorchScript form.
+TORCHSCRIPT_MODELS = {"mlp_loop", "resnet18", "resnet50", "vit_small"}
 # Seconds per image on one core: windows long enough for tens of samples at c=64.
-WINDOW_SCALE = {"mlp_loop": 1.0, "text_classifier": 1.0, "resnet18": 3.0, "resnet50": 5.0}
+WINDOW_SCALE = {"mlp_loop": 1.0, "text_classifier": 1.0, "resnet18": 3.0, "resnet50": 4.0,
+                "vit_small": 3.0}
 LEVELS = [1, 4, 16, 64]
 
 
@@ -83,10 +90,13 @@ class Server:
         self.port = free_port()
         archive = os.path.join(args.repository, model + ".mpk")
         cores = len(os.sched_getaffinity(0))
-        if kind == "manypy":
+        # What manypy-perf asks for: the TorchScript archive is <model>_ts.
+        self.model = model + "_ts" if kind == "manypy-torchscript" else model
+        if kind.startswith("manypy"):
+            repository = args.torchscript_repository if kind == "manypy-torchscript" else args.repository
             cmd = [os.path.join(args.build, "bin", "manypy-server"),
-                   f"--model-repository={args.repository}", "--model-control-mode=explicit",
-                   f"--load-model={model}", "--grpc-address=127.0.0.1",
+                   f"--model-repository={repository}", "--model-control-mode=explicit",
+                   f"--load-model={self.model}", "--grpc-address=127.0.0.1",
                    f"--grpc-port={self.port}", "--metrics-port=0", "--http-port=0",
                    "--log-level=warning"]
         else:
@@ -122,9 +132,9 @@ def perf(args, port, model, concurrency, warmup, window):
 
 
 def measure(args, server, model, concurrency):
-    perf(args, server.port, model, concurrency, 0, args.warmup)  # warm-up, not counted
+    perf(args, server.port, server.model, concurrency, 0, args.warmup)  # warm-up, not counted
     before = cpu_seconds(server.proc.pid)
-    record = perf(args, server.port, model, concurrency, 0,
+    record = perf(args, server.port, server.model, concurrency, 0,
                   args.window * (1.0 if args.quick else WINDOW_SCALE[model]))
     cpu = cpu_seconds(server.proc.pid) - before
     requests = record.get("requests") or 0
@@ -137,10 +147,21 @@ def measure(args, server, model, concurrency):
     }
 
 
+def package_torchscript(model, folder):
+    """Writes folder/<model>_ts.mpk from models/<model>.py (kept while up to date)."""
+    sys.path.insert(0, os.path.join(REPO, "models"))
+    import make_repository
+    os.makedirs(folder, exist_ok=True)
+    make_repository.package_model(model, folder, torchscript=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build")
     parser.add_argument("--repository", default="build/model-repository")
+    parser.add_argument("--torchscript-repository",
+                        help="where the <model>_ts.mpk archives are written (default: "
+                        "torchscript-repository beside --repository)")
     parser.add_argument("--out", default="bench-results/serving.json")
     parser.add_argument("--quick", action="store_true", help="a smoke run: one model, short windows")
     parser.add_argument("--window", type=float, default=3.0)
@@ -149,19 +170,25 @@ def main():
     models, levels = MODELS, LEVELS
     if args.quick:
         models, levels, args.window, args.warmup = ["mlp_loop"], [1, 4], 1.0, 0.5
-    servers_kinds = ["manypy", "python-grpc", "python-processes"]
+    if args.torchscript_repository is None:
+        args.torchscript_repository = os.path.join(
+            os.path.dirname(os.path.abspath(args.repository)), "torchscript-repository")
     results = []
     start = time.monotonic()
     for model in models:
+        kinds = ["manypy", "python-grpc", "python-processes"]
+        if model in TORCHSCRIPT_MODELS:
+            package_torchscript(model, args.torchscript_repository)
+            kinds.insert(1, "manypy-torchscript")
         servers = []
         try:
-            for kind in servers_kinds:
+            for kind in kinds:
                 servers.append(Server(kind, args, model))
             for concurrency in levels:
                 for server in servers:
                     r = measure(args, server, model, concurrency)
                     results.append(r)
-                    print(f"{model:<16} {server.kind:<17} c={concurrency:<3} "
+                    print(f"{model:<16} {server.kind:<18} c={concurrency:<3} "
                           f"{r['infer_per_s']:9.1f} infer/s  p50 {r['p50_ms']:8.2f} ms  "
                           f"p99 {r['p99_ms']:8.2f} ms  cpu {r['server_cpu_us_per_infer'] or 0:9.0f} us/inf  "
                           f"rss {r['peak_rss_bytes'] / 2**20:7.0f} MiB", flush=True)

@@ -69,6 +69,35 @@ TEST(ManifestTest, FactoryEntryPointRoundTrips) {
   EXPECT_EQ(*again, *m);
 }
 
+TEST(ManifestTest, TorchScriptPlatformTakesItsOwnEntryPoint) {
+  json j = Valid();
+  j["platform"] = "torchscript";
+  j["entry_point"] = {{"kind", "torchscript"}};
+  StatusOr<Manifest> m = ParseManifest(j.dump(), "model.mpk");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->platform, kTorchScriptPlatform);
+  EXPECT_EQ(m->entry_point.package, "model");
+  EXPECT_EQ(m->entry_point.resource, "model.pt");  // the kind's default, not pickle's
+  StatusOr<Manifest> again = ParseManifest(ManifestToJson(*m), "model.mpk");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *m);
+
+  j["entry_point"] = {{"kind", "pickle"}};  // a pickle is not a TorchScript module
+  m = ParseManifest(j.dump(), "model.mpk");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("'entry_point.kind': kind 'pickle' does not go with "
+                                      "platform 'torchscript'"),
+            std::string::npos)
+      << m.status().message();
+  j = Valid();
+  j["entry_point"] = {{"kind", "torchscript"}};  // nor runs Python one
+  m = ParseManifest(j.dump(), "model.mpk");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("does not go with platform 'manypy_python'"),
+            std::string::npos)
+      << m.status().message();
+}
+
 TEST(ManifestTest, OptionalFieldsTakeTheirDefaults) {
   json j = Valid();
   for (const char* key : {"max_batch_size", "batching", "instance_count", "device", "description"})

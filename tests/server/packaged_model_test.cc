@@ -44,8 +44,13 @@ Reference EagerReference(InterpreterPool& pool, const std::string& model, const 
          " > 0 else m.example_inputs()\n"
          "    with torch.inference_mode():\n"
          "        out = model(*inputs)\n"
+         // SCHEMA.md's calling convention: a list holding one dict is that
+         // dict; a longer tuple than the outputs is read by NAME__<index>.
+         "    if isinstance(out, (tuple, list)) and len(out) == 1 and isinstance(out[0], dict):\n"
+         "        out = out[0]\n"
          "    if isinstance(out, dict): out = [out[n] for n in names]\n"
          "    elif not isinstance(out, (tuple, list)): out = [out]\n"
+         "    elif len(out) != len(names): out = [out[int(n.rsplit('__', 1)[1])] for n in names]\n"
          "    return list(inputs), list(out)\n");
   Value r = s.Eval("_reference('" + model + "', [" + names + "])").ToValue();
   return {r.items()[0].items(), r.items()[1].items()};
@@ -85,7 +90,9 @@ TEST_P(ExampleModelTest, MatchesEagerPyTorchInEveryInterpreter) {
 INSTANTIATE_TEST_SUITE_P(Models, ExampleModelTest,
                          ::testing::Values("resnet18", "resnet50", "mobilenet_v3_small",
                                            "text_classifier", "python_heavy", "mlp_loop",
-                                           "two_io", "numpy_model"));
+                                           "two_io", "numpy_model",
+                                           "fasterrcnn_mobilenet_v3_large_320_fpn",
+                                           "deeplabv3_mobilenet_v3_large", "wav2vec2_base"));
 
 TEST(PackagedModelTest, WeightsAreSharedByEveryInterpreter) {
   auto pool = MakeModelPool(3);
@@ -117,6 +124,21 @@ TEST(PackagedModelTest, MissingArchiveIsNotFound) {
   auto model = PackagedModel::Load(pool.get(), ArchivePath("no_such_model"));
   EXPECT_EQ(model.status().code(), StatusCode::kNotFound);
   EXPECT_NE(model.status().message().find("no_such_model.mpk"), std::string::npos);
+}
+
+TEST(PackagedModelTest, ExternModuleTheServerLacksFailsTheLoadNamingIt) {
+  // Packaged where `manypy_test_installed_lib` was installed (so it is extern),
+  // loaded where it is not (tests/server/models/make_server_test_models.py).
+  auto pool = MakeModelPool(2);
+  ASSERT_NE(pool, nullptr);
+  auto model = PackagedModel::Load(
+      pool.get(), std::string(MANYPY_TEST_REPOSITORY) + "/missing_module/needs_missing_module.mpk");
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kFailedPrecondition) << model.status().ToString();
+  EXPECT_NE(model.status().message().find("cannot import: manypy_test_installed_lib (ModuleNotFoundError"),
+            std::string::npos)
+      << model.status().message();
+  EXPECT_NE(model.status().message().find("needs_missing_module.mpk"), std::string::npos);
 }
 
 TEST(PackagedModelTest, ModelExceptionIsAPythonError) {

@@ -61,6 +61,52 @@ TEST_F(ServerTest, BatchesFormAndEveryRequestGetsItsOwnOutput) {
   EXPECT_EQ(stats.inference_stats().success().count(), static_cast<uint64_t>(n));
 }
 
+TEST_F(ServerTest, TorchScriptModelIsBatchedAndAnswersEveryRequestWithItsOwnOutputs) {
+  StartServer({"--model-control-mode=explicit", "--load-model=double_sum_ts"});
+  const int n = 48;
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < n; ++i) {
+    clients.emplace_back([&, i] {
+      float v = static_cast<float>(i);
+      ModelInferResponse out;
+      grpc::Status s = Infer(FloatRequest("double_sum_ts", "X", {v, v + 1, -v}, {1, 3}), &out);
+      ASSERT_TRUE(s.ok()) << s.error_message();
+      ASSERT_EQ(out.outputs_size(), 2);
+      EXPECT_EQ(out.outputs(0).name(), "DOUBLE");
+      EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)),
+                (std::vector<float>{2 * v, 2 * v + 2, -2 * v}));
+      EXPECT_EQ(FromRaw<float>(out.raw_output_contents(1)), std::vector<float>{v + 1});
+      ok++;
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(ok.load(), n);
+  auto stats = Statistics(stub_.get(), "double_sum_ts");
+  EXPECT_EQ(stats.inference_count(), static_cast<uint64_t>(n));
+  EXPECT_LE(stats.execution_count(), stats.inference_count());
+
+  grpc::ClientContext ctx;
+  inference::ModelConfigRequest request;
+  request.set_name("double_sum_ts");
+  inference::ModelConfigResponse config;
+  ASSERT_TRUE(stub_->ModelConfig(&ctx, request, &config).ok());
+  EXPECT_EQ(config.config().platform(), "torchscript");
+  EXPECT_EQ(config.config().max_batch_size(), 16);
+}
+
+TEST_F(ServerTest, TorchScriptModelErrorIsInternalAndTheModelServesOn) {
+  StartServer({"--model-control-mode=explicit", "--load-model=failing_ts"});
+  ModelInferResponse out;
+  grpc::Status s = Infer(FloatRequest("failing_ts", "INPUT__0", {1, -1}, {2}), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_NE(s.error_message().find("model 'failing_ts'"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("negative input is not allowed"), std::string::npos)
+      << s.error_message();
+  ASSERT_TRUE(Infer(FloatRequest("failing_ts", "INPUT__0", {1, 2}, {2}), &out).ok());
+  EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{2, 4}));
+}
+
 TEST_F(ServerTest, FullQueueIsRefusedWithResourceExhaustedNamingModelAndLimit) {
   StartServer({"--model-control-mode=explicit", "--load-model=slow",
                "--model-config=slow:instance_count=1", "--model-config=slow:max_queue_size=2"});
@@ -196,6 +242,42 @@ TEST_F(ServerTest, ModelAskingForCudaOnACpuOnlyLibtorchFailsToLoadWithItsReason)
   EXPECT_EQ(index.models(0).state(), "UNAVAILABLE");
   EXPECT_NE(index.models(0).reason().find("device 'cuda'"), std::string::npos)
       << index.models(0).reason();
+}
+
+TEST_F(ServerTest, ArchiveNeedingAModuleTheServerLacksFailsAtStartupNamingIt) {
+  // Default model-control mode: every archive loads at startup, before any request.
+  StartServer({std::string("--model-repository=") + MANYPY_TEST_REPOSITORY + "/missing_module"});
+  grpc::ClientContext index_ctx;
+  inference::RepositoryIndexResponse index;
+  ASSERT_TRUE(stub_->RepositoryIndex(&index_ctx, inference::RepositoryIndexRequest(), &index).ok());
+  ASSERT_EQ(index.models_size(), 1);
+  EXPECT_EQ(index.models(0).name(), "needs_missing_module");
+  EXPECT_EQ(index.models(0).state(), "UNAVAILABLE");
+  EXPECT_NE(index.models(0).reason().find("cannot import: manypy_test_installed_lib"),
+            std::string::npos)
+      << index.models(0).reason();
+  ModelInferResponse out;
+  grpc::Status s = Infer(FloatRequest("needs_missing_module", "INPUT__0", {1.0f}, {1}), &out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+}
+
+TEST_F(ServerTest, NoneInADeclaredOutputIsAModelErrorNamingIt) {
+  // sometimes_none returns (x * 2, None) for the export's example, so its
+  // manifest declares OUTPUT__0 only; for negative inputs it returns (None, x).
+  StartServer({std::string("--model-repository=") + MANYPY_TEST_REPOSITORY + "/none_output"});
+  ModelInferResponse out;
+  grpc::Status ok = Infer(FloatRequest("sometimes_none", "INPUT__0", {1.0f, 2.0f}, {2}), &out);
+  ASSERT_TRUE(ok.ok()) << ok.error_message();
+  ASSERT_EQ(out.outputs_size(), 1);
+  EXPECT_EQ(out.outputs(0).name(), "OUTPUT__0");
+  EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{2.0f, 4.0f}));
+  ModelInferResponse bad;
+  grpc::Status s = Infer(FloatRequest("sometimes_none", "INPUT__0", {-1.0f}, {1}), &bad);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL) << s.error_message();
+  EXPECT_NE(s.error_message().find("output 'OUTPUT__0' is None"), std::string::npos)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("sometimes_none"), std::string::npos) << s.error_message();
 }
 
 }  // namespace

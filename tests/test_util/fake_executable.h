@@ -50,6 +50,8 @@ class FakeExecutable final : public Executable {
     return out;
   }
 
+  bool interruptible() const override { return !ignore_interrupts_; }
+
   static constexpr double hang_value = -7;
   std::atomic<int> calls_{0}, running_{0}, max_running_{0};
   std::atomic<bool> release_{false};

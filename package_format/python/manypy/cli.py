@@ -53,6 +53,16 @@ def _batching(args):
     return batching
 
 
+def _build_model(package, module, function, weights):
+    build = getattr(module, function, None)
+    if not callable(build):
+        raise ValueError(f"--factory: module {module.__name__!r} has no callable {function!r}")
+    model = build()
+    if weights:
+        package._load_state_dict(model, package._load_weights(weights))
+    return model
+
+
 def cmd_create(args):
     from . import package  # imports torch: only for create
 
@@ -74,16 +84,21 @@ def cmd_create(args):
     if outputs is None or args.check:
         example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
 
-    if args.as_factory:
+    if args.torchscript:
+        from . import torchscript
+        model = _build_model(package, module, function, args.weights)
+        if example is None and args.torchscript == "trace":
+            example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
+        for unused in ("intern", "extern"):
+            if common.pop(unused):
+                raise ValueError(f"--{unused}: a TorchScript archive has no Python modules")
+        manifest = torchscript.export(model, args.output_path, example_inputs=example,
+                                      mode=args.torchscript, **common)
+    elif args.as_factory:
         manifest = package.export_factory(module, function, args.weights, args.output_path,
                                           example_inputs=example, **common)
     else:
-        build = getattr(module, function, None)
-        if not callable(build):
-            raise ValueError(f"--factory: module {module.__name__!r} has no callable {function!r}")
-        model = build()
-        if args.weights:
-            package._load_state_dict(model, package._load_weights(args.weights))
+        model = _build_model(package, module, function, args.weights)
         manifest = package.export(model, args.output_path, example_inputs=example,
                                   modules=[module], **common)
     size = os.path.getsize(args.output_path)
@@ -111,6 +126,40 @@ def _entry_table(path):
     return rows
 
 
+def _extern_modules(path):
+    """The modules the archive expects the server's Python to provide
+    (torch.package's .data/extern_modules), in recorded order; [] if none."""
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+        top = {n.split("/", 1)[0] for n in names}
+        entry = f"{next(iter(top))}/.data/extern_modules" if len(top) == 1 else None
+        if not entry or entry not in names:
+            return []
+        return [line for line in zf.read(entry).decode("utf-8").splitlines() if line.strip()]
+
+
+def _print_extern_modules(path):
+    modules = _extern_modules(path)
+    tops = sorted({m.split(".", 1)[0] for m in modules})
+    print(f"extern modules ({len(modules)}; the server's Python must provide them, "
+          f"from {len(tops)} top-level packages: {', '.join(tops)}):")
+    for module in sorted(modules):
+        print(f"  {module}")
+
+
+def _variable_dims(manifest):
+    """'input NAME [dims]; output NAME [dims]' for every -1 dimension, or
+    None when the signature has none."""
+    parts = []
+    for kind in ("inputs", "outputs"):
+        for spec in manifest.get(kind) or []:
+            shape = spec.get("shape") if isinstance(spec, dict) else None
+            dims = [j for j, d in enumerate(shape or []) if d == -1]
+            if dims:
+                parts.append(f"{kind[:-1]} {spec.get('name')} {dims}")
+    return "; ".join(parts) or None
+
+
 def cmd_inspect(args):
     manifest = None
     error = None
@@ -135,12 +184,16 @@ def cmd_inspect(args):
     if manifest is not None:
         print("manifest:")
         print(_manifest.pretty(manifest))
+        variable = _variable_dims(manifest)
+        print(f"variable dimensions (-1: any size at serving time): {variable or 'none'}"
+              f"{' (batch dimension excluded)' if variable and manifest.get('max_batch_size') else ''}")
     rows = _entry_table(args.archive)
     width = max([len(r[0]) for r in rows] + [5])
     print(f"entries ({len(rows)}):")
     print(f"  {'name':<{width}}  {'size':>12}  {'compressed':>12}  {'method':<8}  offset%64")
     for name, size, csize, method, offset in rows:
         print(f"  {name:<{width}}  {size:>12,}  {csize:>12,}  {method:<8}  {offset % 64}")
+    _print_extern_modules(args.archive)
     if error:
         print(f"manypy-package: {args.archive}: {error}", file=sys.stderr)
         return 1
@@ -228,18 +281,24 @@ def build_parser():
     c.add_argument("--intern", action="append", default=[], metavar="PATTERN",
                    help="torch.package intern pattern (default **)")
     c.add_argument("--extern", action="append", default=[], metavar="PATTERN",
-                   help="extra torch.package extern pattern (torch, numpy, torchvision always are)")
+                   help="extra torch.package extern pattern (every module installed in this "
+                   "Python's site-/dist-packages, and the standard library, already is)")
     kind = c.add_mutually_exclusive_group()
     kind.add_argument("--pickle", dest="as_factory", action="store_false",
                       help="entry point kind 'pickle' (the default)")
     kind.add_argument("--as-factory", dest="as_factory", action="store_true",
                       help="entry point kind 'factory': the server calls the factory")
+    kind.add_argument("--torchscript", nargs="?", const="script", choices=["script", "trace"],
+                      help="platform 'torchscript': compile the model with torch.jit.script "
+                      "(default) or trace it on synthetic inputs; the server runs it from C++ "
+                      "with no interpreter")
     c.add_argument("--check", action="store_true",
                    help="run the model once on synthetic inputs even when outputs are given")
     c.add_argument("-o", "--output-path", required=True, metavar="OUT.mpk")
-    c.set_defaults(func=cmd_create, as_factory=False)
+    c.set_defaults(func=cmd_create, as_factory=False, torchscript=None)
 
-    i = sub.add_parser("inspect", help="print an archive's manifest and entries")
+    i = sub.add_parser("inspect", help="print an archive's manifest, entries and the modules "
+                       "it expects the server's Python to provide")
     i.add_argument("archive")
     i.set_defaults(func=cmd_inspect)
 

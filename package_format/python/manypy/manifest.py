@@ -9,7 +9,9 @@ import json
 import re
 
 SCHEMA_VERSION = 1
-PLATFORM = "manypy_python"
+PLATFORM = "manypy_python"  # Python run by the server's interpreters (the default)
+TORCHSCRIPT_PLATFORM = "torchscript"  # a TorchScript module run by libtorch from C++
+PLATFORMS = (PLATFORM, TORCHSCRIPT_PLATFORM)
 MANIFEST_PACKAGE = "manypy"
 MANIFEST_RESOURCE = "manifest.json"
 
@@ -40,6 +42,7 @@ _BATCHING_FIELDS = ("dynamic", "preferred_batch_sizes", "max_queue_delay_microse
 _ENTRY_FIELDS = {
     "pickle": ("kind", "package", "resource"),
     "factory": ("kind", "module", "function", "weights"),
+    "torchscript": ("kind", "package", "resource"),
 }
 _RESOURCE_FIELDS = ("package", "resource")
 
@@ -171,9 +174,9 @@ def _validate_entry_point(ep, field="entry_point"):
         _fail(f"{field}.kind", "required field is missing")
     kind = ep["kind"]
     if kind not in _ENTRY_FIELDS:
-        _fail(f"{field}.kind", f"must be 'pickle' or 'factory', got {kind!r}")
+        _fail(f"{field}.kind", f"must be 'pickle', 'factory' or 'torchscript', got {kind!r}")
     _check_keys(ep, _ENTRY_FIELDS[kind], field)
-    if kind == "pickle":
+    if kind in ("pickle", "torchscript"):
         if "package" in ep:
             _check_string(ep["package"], f"{field}.package", _MODULE_RE)
         if "resource" in ep:
@@ -227,9 +230,13 @@ def validate_manifest(manifest):
     if manifest["name"].startswith("."):
         _fail("name", f"must not start with '.', got {manifest['name']!r}")
     _check_int(manifest["version"], "version", lo=1)
-    if manifest["platform"] != PLATFORM:
-        _fail("platform", f"must be {PLATFORM!r}, got {manifest['platform']!r}")
+    if manifest["platform"] not in PLATFORMS:
+        _fail("platform", f"must be one of {PLATFORMS}, got {manifest['platform']!r}")
     _validate_entry_point(manifest["entry_point"])
+    kind = manifest["entry_point"]["kind"]
+    if (manifest["platform"] == TORCHSCRIPT_PLATFORM) != (kind == "torchscript"):
+        _fail("entry_point.kind", f"kind {kind!r} does not go with platform "
+              f"{manifest['platform']!r} (torchscript needs kind torchscript, and only it)")
     if "method" in manifest:
         _check_string(manifest["method"], "method", _IDENT_RE)
     _validate_tensor_list(manifest["inputs"], "inputs")
@@ -267,14 +274,14 @@ def normalize_batching(batching):
 def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0,
                    batching=None, instance_count=0, device="cpu", description="",
                    method=None, max_queue_size=0, max_execution_seconds=0,
-                   default_timeout_microseconds=0):
+                   default_timeout_microseconds=0, platform=PLATFORM):
     """Returns a validated manifest dict. inputs/outputs take dicts or
     (name, datatype, shape) tuples."""
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "name": name,
         "version": version,
-        "platform": PLATFORM,
+        "platform": platform,
         "entry_point": dict(entry_point),
     }
     if method is not None:

@@ -1,8 +1,11 @@
 """Export PyTorch models as manypy model archives (package_format/SCHEMA.md).
 
 An archive is a ``torch.package`` zip: the model's own modules are interned
-(their source ships in the archive), torch / numpy / torchvision are extern
-(the server's Python provides them), tensor storages are stored uncompressed
+(their source ships in the archive); every module installed in this Python
+(torch, numpy, torchvision, the standard library and anything else in its
+site-packages / dist-packages folders) is extern: the server's Python must
+provide it, and the server refuses, naming them, an archive whose extern
+modules it cannot import. Tensor storages are stored uncompressed
 and 64-byte aligned by torch.package's writer, and ``manypy/manifest.json``
 describes the entry point and the input/output signature.
 
@@ -19,7 +22,9 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import shutil
+import site
 import struct
 import sys
 import tempfile
@@ -41,6 +46,10 @@ DEFAULT_EXTERN = (
     "sys", "io",
 )
 DEFAULT_INTERN = ("**",)
+# Folders whose modules count as installed (so extern by default): besides
+# site.getsitepackages() and the user's site folder, any sys.path entry with
+# one of these names (a virtualenv's, or a folder set up as one).
+SITE_FOLDER_NAMES = ("site-packages", "dist-packages")
 
 PICKLE_PACKAGE, PICKLE_RESOURCE = "model", "model.pkl"
 WEIGHTS_PACKAGE, WEIGHTS_RESOURCE = "manypy", "weights.pkl"
@@ -73,7 +82,8 @@ def datatype_of(dtype):
 def export(model, path, name=None, version=1, inputs=None, outputs=None,
            example_inputs=None, max_batch_size=0, batching=None,
            instance_count=0, device="cpu", description="", intern=None,
-           extern=None, method=None, modules=None):
+           extern=None, method=None, modules=None, more_example_inputs=None,
+           dynamic_dims=None):
     """Writes ``model`` to the archive ``path`` with entry point kind "pickle".
 
     name defaults to the file name without extension. inputs/outputs are
@@ -82,10 +92,22 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
     example_inputs (a tuple of positional arguments, or one tensor; BYTES
     inputs as nested lists of bytes) is run once under torch.inference_mode():
     it fills in outputs when outputs is None (and inputs when inputs is None)
-    and otherwise checks that the declared signature matches. batching is a
+    and otherwise checks that the declared signature matches.
+    more_example_inputs is a list of further examples, each run the same way:
+    dimensions that differ between the examples (or are 0 in one) become -1
+    (variable). dynamic_dims ({tensor name: [dimension, ...]}, batch dimension
+    excluded) marks dimensions -1 explicitly, e.g. {"boxes": [0]}. An output
+    that is None for an example is left out of the signature (with a
+    warning); a tuple's outputs keep their position in their names
+    (OUTPUT__<index>), which is how the server finds them. The model may
+    return a tensor, a tuple or list, a dict, or a list holding one dict
+    (torchvision's detectors): a dict's keys name its outputs. batching is a
     dict (SCHEMA.md), True/False for dynamic on/off, or None. intern/extern
-    are extra torch.package patterns (intern defaults to "**": everything not
-    extern is interned, nothing is mocked). method names the attribute the
+    are extra torch.package patterns, applied before the defaults: every
+    module installed in this Python (installed_modules(), the standard
+    library, torch, numpy, torchvision) is extern and the rest, the user's
+    own code, is interned ("**"); nothing is mocked. An intern pattern can
+    take an installed package into the archive. method names the attribute the
     server calls (default: model(...)). modules lists extra module names or
     objects to intern with their dependencies, e.g. the module that built a
     model whose classes live elsewhere. Returns the manifest dict.
@@ -93,7 +115,8 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
     _check_not_main(model)
     name = _default_name(name, path)
     inputs, outputs = _resolve_signature(model, inputs, outputs, example_inputs,
-                                         max_batch_size, method)
+                                         max_batch_size, method, more_example_inputs,
+                                         dynamic_dims)
     manifest = _manifest.build_manifest(
         name, version, {"kind": "pickle", "package": PICKLE_PACKAGE, "resource": PICKLE_RESOURCE},
         inputs, outputs, max_batch_size=max_batch_size, batching=batching,
@@ -117,7 +140,8 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
                    name=None, version=1, inputs=None, outputs=None,
                    example_inputs=None, max_batch_size=0, batching=None,
                    instance_count=0, device="cpu", description="", intern=None,
-                   extern=None, method=None, check_weights=True):
+                   extern=None, method=None, check_weights=True, more_example_inputs=None,
+                   dynamic_dims=None):
     """Writes an archive with entry point kind "factory": the server imports
     the interned module and calls ``factory()`` (no arguments) to build the
     model. module_file_or_name is a path to a .py file or an importable
@@ -146,7 +170,8 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
     if example_inputs is not None:
         _warn_if_not_servable(model)
         inputs, outputs = _resolve_signature(model, inputs, outputs, example_inputs,
-                                             max_batch_size, method)
+                                             max_batch_size, method, more_example_inputs,
+                                             dynamic_dims)
     elif outputs is None or inputs is None:
         raise ValueError("outputs: inputs and outputs are required unless example_inputs is given")
 
@@ -248,6 +273,69 @@ def _warn_if_not_servable(model):
                           "the server runs it)", stacklevel=3)
 
 
+def _site_folders():
+    """The folders this Python installs packages into, resolved."""
+    folders = []
+    try:
+        folders += site.getsitepackages()
+    except AttributeError:  # some virtualenv versions lack it
+        pass
+    user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
+    if user:
+        folders.append(user)
+    folders += [p for p in sys.path
+                if p and os.path.basename(os.path.normpath(p)) in SITE_FOLDER_NAMES]
+    seen = []
+    for folder in folders:
+        real = os.path.realpath(folder)
+        if os.path.isdir(real) and real not in seen:
+            seen.append(real)
+    return seen
+
+
+def _is_under(path, folders):
+    real = os.path.realpath(path)
+    return any(real == f or real.startswith(f + os.sep) for f in folders)
+
+
+def installed_modules():
+    """Sorted top-level module names installed in this Python's site-packages
+    / dist-packages folders: what export() externs by default. A name counts
+    only where it resolves to those folders (a user module of the same name
+    earlier on sys.path shadows it, and stays interned)."""
+    folders = _site_folders()
+    candidates = set()
+    for folder in folders:
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in entries:
+            stem = entry.split(".", 1)[0]
+            if entry.endswith((".dist-info", ".egg-info", ".pth")) or not stem.isidentifier() \
+                    or stem == "__pycache__":
+                continue
+            if entry.endswith(".py") or entry.endswith(".so") or (
+                    "." not in entry and os.path.isdir(os.path.join(folder, entry))):
+                candidates.add(stem)
+    names = []
+    for name in sorted(candidates):
+        module = sys.modules.get(name)
+        if module is not None:
+            locations = [getattr(module, "__file__", None) or ""] + list(getattr(module, "__path__", []))
+        else:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                continue
+            if spec is None:
+                continue
+            locations = [spec.origin or ""] + list(spec.submodule_search_locations or [])
+        if any(loc and _is_under(loc, folders) for loc in locations):
+            names.append(name)
+    return names
+
+
 def _write_archive(path, write, intern, extern, required_intern=None):
     """Runs write(exporter) into a temporary file and moves it to path, so an
     interrupted export never leaves a half-written archive behind. The
@@ -261,10 +349,19 @@ def _write_archive(path, write, intern, extern, required_intern=None):
     try:
         try:
             with PackageExporter(tmp) as exporter:
+                # torch.package applies the first pattern that matches, so
+                # explicit extern and intern patterns win over the installed
+                # modules (a user can still intern an installed package).
                 exporter.extern(list(DEFAULT_EXTERN) + list(extern or []))
                 if required_intern is not None:
                     exporter.intern(required_intern)
-                exporter.intern(list(intern) if intern else list(DEFAULT_INTERN))
+                if intern:
+                    exporter.intern(list(intern))
+                installed = [p for name in installed_modules() for p in (name, name + ".**")]
+                if installed:
+                    exporter.extern(installed)
+                if not intern:
+                    exporter.intern(list(DEFAULT_INTERN))
                 write(exporter)
         except PackagingError as e:
             text = str(e)
@@ -350,8 +447,23 @@ def _strip_batch(shape, max_batch_size, batch, field):
     return shape[1:]
 
 
+_INDEX_SUFFIX = re.compile(r"__([0-9]+)$")
+
+
+def output_index(name):
+    """The position a tuple/list output named NAME__<index> takes from the
+    model's result (Triton's PyTorch-backend naming convention), or None."""
+    m = _INDEX_SUFFIX.search(name)
+    return int(m.group(1)) if m else None
+
+
 def _split_outputs(result, declared):
-    """[(name or None, value)] from what the model returned."""
+    """[(name or None, value)] from what the model returned: a dict's items,
+    a tuple's or list's elements, or the result itself. A list or tuple
+    holding exactly one dict (torchvision's detectors, one image per call) is
+    that dict. Values may be None (left out of the signature)."""
+    if isinstance(result, (tuple, list)) and len(result) == 1 and isinstance(result[0], dict):
+        result = result[0]
     if isinstance(result, dict):
         return [(k, v) for k, v in result.items()]
     if isinstance(result, tuple):
@@ -382,71 +494,195 @@ def _check_declared(field, spec, datatype, shape, datatype_source, shape_source)
                          f"{shape} (batch dimension excluded)")
 
 
-def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, method):
+def _merge_shapes(shapes, field):
+    """One shape for several examples' shapes: dimensions that differ, or
+    that are 0 in some example (the schema has no 0), become -1."""
+    if any(len(s) != len(shapes[0]) for s in shapes):
+        raise ValueError(f"{field}: the examples give different ranks {shapes}")
+    return [d if d != 0 and all(s[j] == d for s in shapes) else -1
+            for j, d in enumerate(shapes[0])]
+
+
+def _run_example(call, args, max_batch_size, outputs, where):
+    """Runs one example: (input specs [(datatype, shape)], the result, and
+    [(key, datatype, shape)] per output element; datatype and shape are None
+    for an element that is None)."""
+    batch = None
+    arg_specs = []
+    for i, value in enumerate(args):
+        datatype, shape = _value_spec(value, f"{where}[{i}]")
+        if max_batch_size > 0 and shape:
+            batch = shape[0] if batch is None else batch
+        arg_specs.append((datatype, _strip_batch(shape, max_batch_size, batch, f"{where}[{i}]")))
+    with torch.inference_mode():
+        result = call(*args)
+    if result is None:
+        raise ValueError(f"outputs: the model returned None for {where}; there is nothing to serve")
+    found = []
+    for i, (key, value) in enumerate(_split_outputs(result, outputs)):
+        if value is None:
+            found.append((key, None, None))
+            continue
+        field = f"output {key!r}" if key is not None else f"output {i}"
+        datatype, shape = _value_spec(value, f"{field} ({where})")
+        found.append((key, datatype, _strip_batch(shape, max_batch_size, batch, field)))
+    return arg_specs, result, found
+
+
+def _apply_dynamic_dims(dynamic_dims, inputs, outputs):
+    """Marks the named tensors' dimensions -1 (variable). dynamic_dims maps a
+    tensor name to dimension indices, batch dimension excluded."""
+    specs = {s["name"]: s for s in list(inputs) + list(outputs)}
+    for name, dims in dynamic_dims.items():
+        spec = specs.get(name)
+        if spec is None:
+            raise ValueError(f"dynamic_dims: no input or output named {name!r} (inputs "
+                             f"{[s['name'] for s in inputs]}, outputs {[s['name'] for s in outputs]})")
+        for d in ([dims] if isinstance(dims, int) else list(dims)):
+            if not isinstance(d, int) or not 0 <= d < len(spec["shape"]):
+                raise ValueError(f"dynamic_dims[{name!r}]: dimension {d!r} is not in 0.."
+                                 f"{len(spec['shape']) - 1} (its shape is {spec['shape']}, "
+                                 f"batch dimension excluded)")
+            spec["shape"][d] = -1
+
+
+def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, method,
+                       more_example_inputs=None, dynamic_dims=None):
     """Returns (inputs, outputs) as normalized spec lists, running the
-    example (if any) to infer or check them."""
+    examples (if any) to infer or check them: dimensions that differ between
+    examples become -1, as do those dynamic_dims names; outputs that are None
+    for an example are left out (with a warning)."""
     if inputs is not None:
         inputs = _manifest.tensor_specs(inputs, "inputs")
     if outputs is not None:
         outputs = _manifest.tensor_specs(outputs, "outputs")
     if example_inputs is None:
+        if more_example_inputs:
+            raise ValueError("more_example_inputs: needs example_inputs too")
         if inputs is None:
             raise ValueError("inputs: required unless example_inputs is given")
         if outputs is None:
             raise ValueError("outputs: required unless example_inputs is given "
                              "(then they are inferred from one run)")
+        if dynamic_dims:
+            _apply_dynamic_dims(dynamic_dims, inputs, outputs)
         return inputs, outputs
 
-    args = _as_args(example_inputs)
-    batch = None
+    call = getattr(model, method) if method else model
+    examples = [_as_args(example_inputs)] + [_as_args(e) for e in (more_example_inputs or [])]
+    runs = []
+    for n, args in enumerate(examples):
+        where = "example_inputs" if n == 0 else f"more_example_inputs[{n - 1}]"
+        if len(args) != len(examples[0]):
+            raise ValueError(f"{where}: {len(args)} arguments, example_inputs has {len(examples[0])}")
+        if inputs is not None:
+            if len(inputs) != len(args):
+                raise ValueError(f"inputs: {len(inputs)} declared but {where} has {len(args)}")
+        runs.append(_run_example(call, args, max_batch_size, outputs, where))
+
+    # Inputs: one spec per position, shapes merged over the examples.
     arg_specs = []
-    for i, value in enumerate(args):
-        datatype, shape = _value_spec(value, f"example_inputs[{i}]")
-        if max_batch_size > 0 and shape:
-            batch = shape[0] if batch is None else batch
-        arg_specs.append((datatype, _strip_batch(shape, max_batch_size, batch, f"example_inputs[{i}]")))
+    for i in range(len(examples[0])):
+        datatypes = {run[0][i][0] for run in runs}
+        if len(datatypes) > 1:
+            raise ValueError(f"inputs[{i}]: the examples give datatypes {sorted(datatypes)}")
+        arg_specs.append((datatypes.pop(), _merge_shapes([run[0][i][1] for run in runs], f"inputs[{i}]")))
     if inputs is None:
         inputs = [{"name": f"INPUT__{i}", "datatype": d, "shape": s} for i, (d, s) in enumerate(arg_specs)]
     else:
-        if len(inputs) != len(args):
-            raise ValueError(f"inputs: {len(inputs)} declared but example_inputs has {len(args)}")
-        for i, (spec, (datatype, shape)) in enumerate(zip(inputs, arg_specs)):
-            _check_declared(f"inputs[{i}]", spec, datatype, shape,
-                            "example input is", "example input has")
+        for run in runs:
+            for i, (spec, (datatype, shape)) in enumerate(zip(inputs, run[0])):
+                _check_declared(f"inputs[{i}]", spec, datatype, shape,
+                                "example input is", "example input has")
 
-    call = getattr(model, method) if method else model
-    with torch.inference_mode():
-        result = call(*args)
-
-    parts = _split_outputs(result, outputs)
-    found = []
-    for i, (key, value) in enumerate(parts):
+    # Outputs: the same elements in every example; None in any example = left out.
+    is_dict = isinstance(runs[0][1], dict) or (
+        isinstance(runs[0][1], (tuple, list)) and len(runs[0][1]) == 1 and isinstance(runs[0][1][0], dict))
+    keys = [k for k, _, _ in runs[0][2]]
+    for run in runs[1:]:
+        if [k for k, _, _ in run[2]] != keys:
+            raise ValueError(f"outputs: the examples return different outputs "
+                             f"({len(keys)} vs {len(run[2])}: {keys} vs {[k for k, _, _ in run[2]]})")
+    merged = []  # (position, key, datatype or None, shape or None)
+    for i, key in enumerate(keys):
         field = f"output {key!r}" if key is not None else f"output {i}"
-        datatype, shape = _value_spec(value, field)
-        found.append((key, datatype, _strip_batch(shape, max_batch_size, batch, field)))
+        values = [run[2][i] for run in runs]
+        if any(d is None for _, d, _ in values):
+            merged.append((i, key, None, None))
+            continue
+        datatypes = {d for _, d, _ in values}
+        if len(datatypes) > 1:
+            raise ValueError(f"{field}: the examples give datatypes {sorted(datatypes)}")
+        merged.append((i, key, datatypes.pop(), _merge_shapes([s for _, _, s in values], field)))
+    if all(d is None for _, _, d, _ in merged):
+        raise ValueError("outputs: every output the model returned is None for the examples; "
+                         "there is nothing to serve")
+
+    def name_of(i, key):
+        return key if key is not None else f"OUTPUT__{i}"
 
     if outputs is None:
-        specs = []
-        for i, (key, datatype, shape) in enumerate(found):
-            out_name = key if key is not None else f"OUTPUT__{i}"
-            specs.append({"name": out_name, "datatype": datatype, "shape": shape})
-        return inputs, _manifest.tensor_specs(specs, "outputs")
+        dropped = [name_of(i, k) for i, k, d, _ in merged if d is None]
+        specs = [{"name": name_of(i, k), "datatype": d, "shape": s} for i, k, d, s in merged if d is not None]
+        if dropped:
+            _warn_none_outputs(dropped, [s["name"] for s in specs])
+        outputs = _manifest.tensor_specs(specs, "outputs")
+    else:
+        for run in runs:
+            _check_declared_outputs(outputs, run[2], is_dict)
+    if dynamic_dims:
+        _apply_dynamic_dims(dynamic_dims, inputs, outputs)
+    return inputs, outputs
 
-    if isinstance(result, dict):
-        got = {k for k, _, _ in found}
+
+def _warn_none_outputs(dropped, kept):
+    warnings.warn(f"output(s) {dropped} are None for the example inputs: left out of the "
+                  f"signature; the server serves {kept} (a None in a served output at serving "
+                  f"time is a model error)", stacklevel=4)
+
+
+def _check_declared_outputs(outputs, found, is_dict):
+    """Checks one example's outputs against the declared ones (by key for a
+    dict; by position, or by NAME__<index>, for a tuple or list)."""
+    none_hint = ("leave it out of outputs (an output that is None for the examples is not "
+                 "served)")
+    if is_dict:
+        got = {k for k, d, _ in found if d is not None}
+        nones = {k for k, d, _ in found if d is None}
         want = {o["name"] for o in outputs}
+        for i, o in enumerate(outputs):
+            if o["name"] in nones:
+                raise ValueError(f"outputs[{i}]: {o['name']!r} is None for the example inputs; {none_hint}")
         if got != want:
             raise ValueError(f"outputs: declared {sorted(want)}, the model returned keys {sorted(got)}")
         by_name = {k: (d, s) for k, d, s in found}
         pairs = [(i, o, by_name[o["name"]]) for i, o in enumerate(outputs)]
+        if nones:
+            _warn_none_outputs(sorted(nones), sorted(want))
     else:
-        if len(found) != len(outputs):
-            raise ValueError(f"outputs: {len(outputs)} declared, the model returned {len(found)}")
-        pairs = [(i, o, (d, s)) for i, (o, (_, d, s)) in enumerate(zip(outputs, found))]
+        if len(found) == len(outputs):
+            positions = list(range(len(outputs)))
+        else:
+            positions = [output_index(o["name"]) for o in outputs]
+            if any(p is None or p >= len(found) for p in positions):
+                nones = [i for i, (_, d, _) in enumerate(found) if d is None]
+                hint = (f"; elements {nones} are None: name the others NAME__<index> (their "
+                        f"position in the result), e.g. OUTPUT__0") if nones else ""
+                raise ValueError(f"outputs: {len(outputs)} declared, the model returned "
+                                 f"{len(found)}{hint}")
+            left_out = [i for i in range(len(found)) if i not in positions]
+            if left_out:
+                _warn_none_outputs([f"element {i}" for i in left_out], [o["name"] for o in outputs])
+        pairs = []
+        for i, (o, p) in enumerate(zip(outputs, positions)):
+            _, d, s = found[p]
+            if d is None:
+                raise ValueError(f"outputs[{i}]: {o['name']!r} (element {p} of the result) is None "
+                                 f"for the example inputs; {none_hint}")
+            pairs.append((i, o, (d, s)))
     for i, spec, (datatype, shape) in pairs:
         _check_declared(f"outputs[{i}]", spec, datatype, shape,
                         "the model returned", "the model returned")
-    return inputs, outputs
 
 
 def example_inputs_for(inputs, max_batch_size=0, batch_size=1, seed=0):
@@ -542,9 +778,10 @@ def check_archive(path):
                 raise ValueError(f"{path}: {rel} is not {STORAGE_ALIGNMENT}-byte aligned")
     ep = manifest["entry_point"]
     needed = []
-    if ep["kind"] == "pickle":
+    if ep["kind"] in ("pickle", "torchscript"):
+        default = PICKLE_RESOURCE if ep["kind"] == "pickle" else "model.pt"
         needed.append(f"{ep.get('package', PICKLE_PACKAGE).replace('.', '/')}/"
-                      f"{ep.get('resource', PICKLE_RESOURCE)}")
+                      f"{ep.get('resource', default)}")
     else:
         mod = ep["module"].replace(".", "/")
         if f"{mod}.py" not in names and f"{mod}/__init__.py" not in names:
@@ -562,6 +799,9 @@ def load_model(path):
     returns (model, manifest). A reference for tests and users; the server
     additionally shares storages between interpreters."""
     manifest = check_archive(path)
+    if manifest["platform"] == _manifest.TORCHSCRIPT_PLATFORM:
+        from . import torchscript
+        return torchscript.load(path)
     importer = PackageImporter(os.fspath(path))
     ep = manifest["entry_point"]
     if ep["kind"] == "pickle":

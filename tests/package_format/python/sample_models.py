@@ -41,6 +41,42 @@ class Echo(nn.Module):
         return upper, lengths
 
 
+class NoneSecond(nn.Module):
+    """FP32 [B, 3] -> (FP32 [B, 3], None), as torchaudio's wav2vec2 returns
+    (features, lengths) when given no lengths."""
+
+    def forward(self, x):
+        return x + 1, None
+
+
+class NoneInDict(nn.Module):
+    """FP32 [4] -> {"Y": FP32 [4], "AUX": None}."""
+
+    def forward(self, x):
+        return {"Y": x * 3, "AUX": None}
+
+
+class ReturnsNone(nn.Module):
+    """Returns None: nothing to serve."""
+
+    def forward(self, x):
+        return None
+
+
+class Detections(nn.Module):
+    """FP32 [1, 3, H, W] -> [{"boxes": FP32 [N, 4], "scores": FP32 [N]}], one
+    dict per image as torchvision's detectors return; N = H * W // 4 varies
+    with the image (0 for a 1x1 image)."""
+
+    def forward(self, images):
+        out = []
+        for image in images:
+            n = image.shape[1] * image.shape[2] // 4
+            scores = image.flatten()[:n].clone()
+            out.append({"boxes": scores.unsqueeze(1).repeat(1, 4), "scores": scores})
+        return out
+
+
 def build():
     """Zero-argument factory, as export_factory and the CLI expect."""
     torch.manual_seed(3)

@@ -96,7 +96,7 @@ class CliTest(unittest.TestCase):
         proc = run_cli(["inspect", out])
         self.assertEqual(proc.returncode, 0, proc.stderr)
         text = proc.stdout
-        start, end = text.index("manifest:\n") + len("manifest:\n"), text.index("\nentries (")
+        start, end = text.index("manifest:\n") + len("manifest:\n"), text.index("\nvariable dimensions (")
         self.assertEqual(json.loads(text[start:end]), manifest)
         self.assertIn("net.py", text)
         self.assertIn("model/model.pkl", text)

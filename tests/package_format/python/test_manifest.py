@@ -79,6 +79,9 @@ class ManifestTest(unittest.TestCase):
         self.bad("version", lambda m: m.update(version="1"))
         self.bad("schema_version", lambda m: m.update(schema_version=2))
         self.bad("platform", lambda m: m.update(platform="pytorch_libtorch"))
+        self.bad("entry_point.kind", lambda m: m.update(platform="torchscript"))
+        self.bad("entry_point.kind",
+                 lambda m: m.update(entry_point={"kind": "torchscript", "resource": "model.pt"}))
         self.bad("inputs", lambda m: m.update(inputs=[]))
         self.bad("outputs", lambda m: m.pop("outputs"))
         self.bad("inputs[0].name", lambda m: m["inputs"][0].update(name="bad name"))

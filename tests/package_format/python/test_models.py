@@ -31,6 +31,23 @@ def bytes_shape(value):
     return [len(value)] + bytes_shape(value[0])
 
 
+def served_values(result, names):
+    """The outputs the server takes from a model's result (SCHEMA.md's calling
+    convention): a list holding one dict is that dict; a dict by key; a tuple
+    or list by position, or by the NAME__<index> suffix when it has more
+    elements than the manifest declares outputs."""
+    if isinstance(result, (tuple, list)) and len(result) == 1 and isinstance(result[0], dict):
+        result = result[0]
+    if isinstance(result, dict):
+        assert set(names) <= set(result), (names, list(result))
+        return [result[n] for n in names]
+    if isinstance(result, (tuple, list)):
+        if len(result) == len(names):
+            return list(result)
+        return [result[int(n.rsplit("__", 1)[1])] for n in names]
+    return [result]
+
+
 class ExampleModelsTest(unittest.TestCase):
     def check_value(self, spec, value, batch, what):
         shape = ([batch] if batch is not None else []) + spec["shape"]
@@ -62,13 +79,7 @@ class ExampleModelsTest(unittest.TestCase):
         self.assertFalse(model.training, f"{name}: build() must return an eval() model")
         with torch.inference_mode():
             result = model(*args)
-        if isinstance(result, dict):
-            self.assertEqual(set(result), {o["name"] for o in outputs}, name)
-            values = [result[o["name"]] for o in outputs]
-        elif isinstance(result, (tuple, list)):
-            values = list(result)
-        else:
-            values = [result]
+        values = served_values(result, [o["name"] for o in outputs])
         self.assertEqual(len(values), len(outputs), name)
         for spec, value in zip(outputs, values):
             self.check_value(spec, value, batch, f"{name} output {spec['name']}")
@@ -89,6 +100,14 @@ class ExampleModelsTest(unittest.TestCase):
 
     def test_resnet50(self):
         self.check_model("resnet50", 1)  # slow on CPU: one forward, batch 1
+
+    def test_vit_small(self):
+        model, args, result = self.check_model("vit_small", 2)
+        # The benchmarks serve it as TorchScript too: scripted, it computes the same.
+        import manypy.torchscript as T
+        scripted = T.compile_model(model)
+        with torch.inference_mode():
+            self.assertTrue(torch.allclose(scripted(*args), result, atol=1e-5))
 
     def test_mobilenet_v3_small(self):
         self.check_model("mobilenet_v3_small", 2)
@@ -120,6 +139,46 @@ class ExampleModelsTest(unittest.TestCase):
 
     def test_numpy_model(self):
         self.check_model("numpy_model", 3)
+
+    def test_fasterrcnn_mobilenet_v3_large_320_fpn(self):
+        name = "fasterrcnn_mobilenet_v3_large_320_fpn"
+        model, args, result = self.check_model(name, None)
+        module = make_repository.load(name)
+        counts = [len(result[0]["boxes"])]
+        with torch.inference_mode():
+            for more in module.more_example_inputs():
+                counts.append(len(model(*more)[0]["boxes"]))
+            blank = model(torch.zeros(1, 3, 1, 1))[0]
+        self.assertGreater(len(set(counts)), 1, f"box counts should vary with the image: {counts}")
+        n = len(blank["boxes"])  # the server's warm-up input (-1 dims as 1) runs too
+        self.assertEqual([list(v.shape) for v in blank.values()], [[n, 4], [n], [n]])
+        # Without a declared signature, export finds the varying dimensions itself.
+        tmp = tempfile.mkdtemp(prefix="manypy-det-test-")
+        try:
+            manifest = P.export(model, os.path.join(tmp, "det.mpk"), example_inputs=args,
+                                more_example_inputs=module.more_example_inputs())
+            self.assertEqual(manifest["inputs"][0]["shape"], [1, 3, -1, -1])
+            self.assertEqual(manifest["outputs"], M.tensor_specs(module.SIGNATURE["outputs"], "o"))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_deeplabv3_mobilenet_v3_large(self):
+        name = "deeplabv3_mobilenet_v3_large"
+        model, args, result = self.check_model(name, 2)
+        self.assertEqual(list(result), ["out"])
+        self.assertEqual(list(result["out"].shape), [2, 21, 128, 128])
+        # The logits depend on the image (the random backbone is calibrated).
+        self.assertGreater(len(set(result["out"].argmax(1).flatten().tolist())), 1)
+        module = make_repository.load(name)
+        with torch.inference_mode():
+            (more,) = module.more_example_inputs()[0]
+            self.assertEqual(list(model(more)["out"].shape), [1, 21, 96, 160])
+
+    def test_wav2vec2_base(self):
+        model, args, result = self.check_model("wav2vec2_base", 1)
+        self.assertIsInstance(result, tuple)
+        self.assertEqual(len(result), 2)
+        self.assertIsNone(result[1])  # no lengths in, none out: export leaves it out
 
     def test_make_repository_small_models(self):
         tmp = tempfile.mkdtemp(prefix="manypy-repo-test-")

@@ -192,6 +192,23 @@ TEST(DispatcherTest, CallThatIgnoresTheFirstInterruptIsInterruptedAgain) {
   EXPECT_EQ(answers->Get()[0].status.code(), StatusCode::kDeadlineExceeded);
 }
 
+TEST(DispatcherTest, CallThatCannotBeInterruptedIsAnsweredAsOverItsLimitWhenItEnds) {
+  auto fake = std::make_shared<FakeExecutable>(2.0, 400ms);  // as a TorchScript call
+  fake->ignore_interrupts_ = true;
+  Dispatcher d({1});
+  auto q = MakeQueue("uninterruptible", fake, 1, false, /*limit=*/100ms);
+  d.Add(q);
+  auto answers = std::make_shared<Answers>();
+  Clock::time_point submitted = Clock::now();
+  Submit(d, q, MakeRequest(answers, 3));
+  ASSERT_TRUE(answers->Wait(1, 5s));
+  EXPECT_GE(Clock::now() - submitted, 400ms);  // it ran to its end
+  auto got = answers->Get()[0];
+  EXPECT_EQ(got.status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(got.status.message().find("cannot be interrupted"), std::string::npos)
+      << got.status.message();
+}
+
 TEST(DispatcherTest, RetiredModelFinishesItsWorkThenLeavesAndHandsRequestsBack) {
   auto fake = std::make_shared<FakeExecutable>(2.0, 20ms);
   Dispatcher d({1});

@@ -1,12 +1,17 @@
 #!/usr/bin/python3
 """Packages the server-test models into DIR: echo_all, failing, slow, spin,
-batched_double.
+batched_double, and as TorchScript (platform torchscript) double_sum_ts and
+failing_ts; cuda/needs_cuda and missing_module/needs_missing_module in
+folders of their own (models every server here must refuse to load), and
+none_output/sometimes_none (an output that may be None).
 
     /usr/bin/python3 tests/server/models/make_server_test_models.py --out DIR
 """
 import argparse
 import os
 import sys
+import tempfile
+import warnings
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -14,7 +19,34 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python")]
 
 import manypy.package  # noqa: E402
+import manypy.torchscript  # noqa: E402
 import server_test_models as m  # noqa: E402
+
+
+def export_needs_missing_module(out):
+    """An archive whose model imports a library installed (in a temporary
+    site-packages folder) only while it is exported: extern by default, and
+    absent from every server's Python."""
+    folder = os.path.join(out, "missing_module")
+    os.makedirs(folder, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="manypy-fake-site-") as tmp:
+        site = os.path.join(tmp, "site-packages")
+        os.makedirs(site)
+        with open(os.path.join(site, "manypy_test_installed_lib.py"), "w") as f:
+            f.write("def triple(x):\n    return x * 3\n")
+        sys.path.insert(0, site)
+        try:
+            import uses_installed_lib
+            import torch
+            manypy.package.export(uses_installed_lib.UsesInstalledLib(),
+                                  os.path.join(folder, "needs_missing_module.mpk"),
+                                  name="needs_missing_module",
+                                  inputs=[("INPUT__0", "FP32", [-1])],
+                                  outputs=[("OUTPUT__0", "FP32", [-1])],
+                                  example_inputs=(torch.ones(4),))
+        finally:
+            sys.path.remove(site)
+            sys.modules.pop("manypy_test_installed_lib", None)
 
 
 def main():
@@ -36,12 +68,33 @@ def main():
                           name="batched_double", inputs=[("X", "FP32", [2])],
                           outputs=[("Y", "FP32", [2])], max_batch_size=16,
                           batching={"dynamic": True, "max_queue_delay_microseconds": 2000})
+    manypy.torchscript.export(m.DoubleAndSum(), os.path.join(out, "double_sum_ts.mpk"),
+                              name="double_sum_ts", inputs=[("X", "FP32", [3])],
+                              outputs=[("DOUBLE", "FP32", [3]), ("SUM", "FP32", [1])],
+                              max_batch_size=16,
+                              batching={"dynamic": True, "max_queue_delay_microseconds": 2000})
+    manypy.torchscript.export(m.Failing(), os.path.join(out, "failing_ts.mpk"), name="failing_ts",
+                              inputs=[("INPUT__0", "FP32", [-1])],
+                              outputs=[("OUTPUT__0", "FP32", [-1])])
     # Its own folder: a model this server's CPU-only libtorch must refuse to load.
     os.makedirs(os.path.join(out, "cuda"), exist_ok=True)
     manypy.package.export(m.Failing(), os.path.join(out, "cuda", "needs_cuda.mpk"),
                           name="needs_cuda", inputs=[("INPUT__0", "FP32", [-1])],
                           outputs=[("OUTPUT__0", "FP32", [-1])], device="cuda")
-    print(f"wrote echo_all, failing, slow, spin, batched_double, cuda/needs_cuda to {out}")
+    export_needs_missing_module(out)
+    # Its own folder: only the test of None outputs loads it.
+    os.makedirs(os.path.join(out, "none_output"), exist_ok=True)
+    import torch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the left-out output is the point
+        manifest = manypy.package.export(
+            m.SometimesNone(), os.path.join(out, "none_output", "sometimes_none.mpk"),
+            name="sometimes_none", example_inputs=(torch.ones(3),),
+            dynamic_dims={"INPUT__0": [0], "OUTPUT__0": [0]})
+    assert [o["name"] for o in manifest["outputs"]] == ["OUTPUT__0"], manifest["outputs"]
+    print(f"wrote echo_all, failing, slow, spin, batched_double, double_sum_ts, failing_ts, "
+          f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none "
+          f"to {out}")
 
 
 if __name__ == "__main__":

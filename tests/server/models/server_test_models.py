@@ -52,3 +52,22 @@ class BatchedDouble(torch.nn.Module):
     def forward(self, x):
         time.sleep(0.01)
         return x * 2
+
+
+class DoubleAndSum(torch.nn.Module):
+    """Two named outputs per row: the row doubled and its sum. Scriptable:
+    served as TorchScript (platform torchscript) by the server tests."""
+
+    def forward(self, x):
+        return {"DOUBLE": x * 2, "SUM": x.sum(dim=1, keepdim=True)}
+
+
+class SometimesNone(torch.nn.Module):
+    """Returns (x * 2, None), as torchaudio's wav2vec2 returns (features,
+    None): exported with the None left out. For negative inputs it returns
+    (None, x), so the served output is None: a model error naming it."""
+
+    def forward(self, x):
+        if bool((x < 0).any()):
+            return None, x
+        return x * 2, None

@@ -1,0 +1,21 @@
+// LoadArchive: opens a model archive and loads it on the platform its manifest
+// names -- Python in the interpreter pool (PackagedModel) or a TorchScript
+// module run from C++ (TorchScriptModel). The model manager's default loader.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "interpreters/pool.h"
+#include "package_format/manifest.h"
+#include "server/inference/executable.h"
+
+namespace manypy {
+
+/// The loaded model, with its manifest in `*manifest`. Errors are the
+/// archive's or the platform loader's (see PackagedModel and TorchScriptModel).
+StatusOr<std::shared_ptr<Executable>> LoadArchive(InterpreterPool* pool, const std::string& path,
+                                                  Manifest* manifest);
+
+}  // namespace manypy

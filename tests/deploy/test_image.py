@@ -1,0 +1,113 @@
+"""deploy/docker/Dockerfile read without a container engine: Debian 12 in every
+stage, packages only through tools/install-deps.sh from the one list
+(tools/debian-packages.txt), a runtime stage without compilers or -dev
+packages, a non-root user, the ports, the model mount and the health check;
+and tools/runtime-packages.sh on the server this tree built."""
+import os
+import re
+import subprocess
+import unittest
+
+import deploy_util as d
+
+COMPILERS = re.compile(r"^(build-essential|cmake|ninja-build|ccache|gcc(-\d+)?|g\+\+(-\d+)?|clang.*|cpp(-\d+)?|"
+                       r"make|pkg-config|protobuf-compiler.*)$")
+
+
+class Dockerfile(unittest.TestCase):
+    def setUp(self):
+        self.image = d.Dockerfile()
+
+    def test_debian12_multi_stage(self):
+        self.assertGreaterEqual(len(self.image.stages), 2)
+        for source, _ in self.image.stages:
+            base = source.split()[0]
+            self.assertTrue(base == "debian:12" or base.startswith("debian:12-") or base.startswith("debian:bookworm"),
+                            source)
+        self.assertEqual(self.image.stages[-1][0].split()[-1], "runtime")
+
+    def test_packages_only_from_the_one_list(self):
+        run_lines = [r for _, instructions in self.image.stages for w, r in instructions if w == "RUN"]
+        # No package named in the Dockerfile: apt only through install-deps.sh.
+        for line in run_lines:
+            self.assertNotRegex(line, r"apt-get\s+install|apt\s+install|dpkg\s+-i", line)
+        build, runtime = self.image.instructions("RUN", 0), self.image.instructions("RUN")
+        self.assertTrue(any("tools/install-deps.sh --image-build" in r for r in build), build)
+        self.assertTrue(any("install-deps.sh --runtime $(cat " in r for r in runtime), runtime)
+        self.assertTrue(any("tools/runtime-packages.sh" in r for r in build), build)
+        copied = " ".join(self.image.instructions("COPY"))
+        self.assertIn("tools/debian-packages.txt", copied)
+
+    def test_install_deps_selections_equal_the_list(self):
+        listed = d.package_list()
+        self.assertEqual(d.install_deps_list(), [n for n, _ in listed])
+        self.assertEqual(d.install_deps_list("--image-build"), [n for n, w in listed if "test" not in w])
+        self.assertEqual(d.install_deps_list("--runtime", "libextra1"),
+                         [n for n, w in listed if "runtime" in w] + ["libextra1"])
+        for name, words in listed:
+            self.assertLessEqual(words, {"runtime", "test"} | {w for w in words if w.startswith("command=")})
+
+    def test_runtime_selection_has_no_compiler_or_dev_package(self):
+        runtime = d.install_deps_list("--runtime")
+        self.assertIn("python3-torch", runtime)
+        for name in runtime:
+            self.assertFalse(name.endswith("-dev") or COMPILERS.match(name), name)
+
+    def test_runtime_stage(self):
+        cmd = self.image.command_line()
+        self.assertEqual(cmd[0], "/opt/manypy/bin/manypy-server")
+        f = d.flags(cmd[1:])
+        self.assertEqual(f["model-repository"], "/models")
+        self.assertNotIn("interpreters", f)
+        user = self.image.instructions("USER")
+        self.assertEqual(len(user), 1)
+        uid = user[0].split(":")[0]
+        self.assertTrue(uid.isdigit() and int(uid) != 0, user)
+        exposed = " ".join(self.image.instructions("EXPOSE")).split()
+        self.assertEqual(sorted(exposed), ["8000", "8001", "8002"])
+        run = " ".join(self.image.instructions("RUN"))
+        self.assertIn(f"chown manypy:manypy {f['cache-dir']}", run)
+        self.assertRegex(run, r"useradd .*--uid " + uid)
+        self.assertIn("mkdir -p /models", run)
+        health = self.image.instructions("HEALTHCHECK")
+        self.assertEqual(len(health), 1)
+        self.assertIn("http://127.0.0.1:8000/v2/health/ready", health[0])
+        # The shim where the server looks for it: ../lib beside bin/.
+        copies = " ".join(self.image.instructions("COPY"))
+        self.assertIn("/stage/opt/manypy /opt/manypy", copies)
+        build_run = " ".join(self.image.instructions("RUN", 0))
+        self.assertIn("/stage/opt/manypy/bin/", build_run)
+        self.assertIn("libmanypy_shim.so /stage/opt/manypy/lib/", build_run)
+
+    def test_dockerignore_keeps_build_trees_out(self):
+        with open(os.path.join(d.SOURCE, ".dockerignore")) as f:
+            ignored = f.read().split()
+        self.assertIn(".git", ignored)
+        self.assertIn("build*/", ignored)
+
+
+class RuntimePackages(unittest.TestCase):
+    def test_runtime_packages_of_the_built_server(self):
+        server = os.environ["MANYPY_SERVER_BINARY"]
+        shim = os.path.join(os.path.dirname(os.path.dirname(server)), "lib", "libmanypy_shim.so")
+        libpython = subprocess.run(
+            ["/usr/bin/python3", "-c", "import sysconfig as s; "
+             "print(s.get_config_var('LIBDIR') + '/' + s.get_config_var('INSTSONAME'))"],
+            check=True, capture_output=True, text=True).stdout.strip()
+        r = subprocess.run(["bash", os.path.join(d.SOURCE, "tools", "runtime-packages.sh"), server, shim, libpython],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        packages = [p.split(":")[0] for p in r.stdout.split()]
+        for needed in ("libtorch1.13", "libpython3.11", "libgrpc++1.51", "libzip4", "libstdc++6"):
+            self.assertIn(needed, packages)
+        for name in packages:
+            self.assertFalse(name.endswith("-dev") or COMPILERS.match(name), name)
+
+    def test_a_file_no_package_owns_fails(self):
+        r = subprocess.run(["bash", os.path.join(d.SOURCE, "tools", "runtime-packages.sh"), "/nonexistent/x"],
+                           capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
