@@ -37,8 +37,10 @@ MODELS = ["mlp_loop", "resnet18", "resnet50", "vit_small", "text_classifier"]
 # text_classifier's tokenizer is Python over BYTES inputs: no TorchScript form.
 TORCHSCRIPT_MODELS = {"mlp_loop", "resnet18", "resnet50", "vit_small"}
 # Seconds per image on one core: windows long enough for tens of samples at c=64.
-WINDOW_SCALE = {"mlp_loop": 1.0, "text_classifier": 1.0, "resnet18": 3.0, "resnet50": 4.0,
-                "vit_small": 3.0}
+# (The whole sweep must fit make bench's 20 minutes: each step also waits for
+# the requests still in flight when its window closes, seconds at c=64.)
+WINDOW_SCALE = {"mlp_loop": 1.0, "text_classifier": 1.0, "resnet18": 2.0, "resnet50": 2.5,
+                "vit_small": 2.0}
 LEVELS = [1, 4, 16, 64]
 
 
@@ -199,11 +201,13 @@ def main():
     with open(args.out, "w") as f:
         json.dump(results, f, indent=2)
     print(f"wrote {args.out} ({len(results)} records, {time.monotonic() - start:.0f} s)")
-    bad = [r for r in results if r["errors"]]
-    if bad:
-        print(f"{len(bad)} step(s) had errors", file=sys.stderr)
-        return 1
-    return 0
+    # A baseline that fails requests under load is a finding (the report shows
+    # it); manypy failing any is a bug.
+    for r in results:
+        if r["errors"]:
+            print(f"{r['model']} {r['server']} c={r['concurrency']}: {r['errors']} failed "
+                  "request(s)", file=sys.stderr)
+    return 1 if any(r["errors"] and r["server"].startswith("manypy") for r in results) else 0
 
 
 if __name__ == "__main__":

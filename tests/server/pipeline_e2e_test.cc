@@ -3,6 +3,7 @@
 // Python, isolation of a stuck model, and a shutdown that always ends.
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -37,24 +38,35 @@ inference::ModelStatistics Statistics(GRPCInferenceService::Stub* stub, const st
   return response.model_stats_size() > 0 ? response.model_stats(0) : inference::ModelStatistics();
 }
 
-TEST_F(ServerTest, BatchesFormAndEveryRequestGetsItsOwnOutput) {
-  StartServer({"--model-control-mode=explicit", "--load-model=batched_double"});
-  const int n = 64;
+// Runs `client(i)` for i in [0, n) on n threads at once; returns how many
+// succeeded (failures are reported as test failures).
+int OnConcurrentClients(int n, const std::function<::testing::AssertionResult(int)>& client) {
   std::vector<std::thread> clients;
   std::atomic<int> ok{0};
   for (int i = 0; i < n; ++i) {
     clients.emplace_back([&, i] {
-      float v = static_cast<float>(i);
-      ModelInferResponse out;
-      grpc::Status s = Infer(FloatRequest("batched_double", "X", {v, -v}, {1, 2}), &out);
-      ASSERT_TRUE(s.ok()) << s.error_message();
-      EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{2 * v, -2 * v}));
-      EXPECT_EQ(out.outputs(0).shape(0), 1);
-      ok++;
+      ::testing::AssertionResult r = client(i);
+      EXPECT_TRUE(r);
+      if (r) ok++;
     });
   }
   for (auto& c : clients) c.join();
-  EXPECT_EQ(ok.load(), n);
+  return ok.load();
+}
+
+TEST_F(ServerTest, BatchesFormAndEveryRequestGetsItsOwnOutput) {
+  StartServer({"--model-control-mode=explicit", "--load-model=batched_double"});
+  const int n = 64;
+  int ok = OnConcurrentClients(n, [&](int i) {
+    float v = static_cast<float>(i);
+    ModelInferResponse out;
+    grpc::Status s = Infer(FloatRequest("batched_double", "X", {v, -v}, {1, 2}), &out);
+    if (!s.ok()) return ::testing::AssertionFailure() << s.error_message();
+    EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{2 * v, -2 * v}));
+    EXPECT_EQ(out.outputs(0).shape(0), 1);
+    return ::testing::AssertionSuccess();
+  });
+  EXPECT_EQ(ok, n);
   auto stats = Statistics(stub_.get(), "batched_double");
   EXPECT_EQ(stats.inference_count(), static_cast<uint64_t>(n));
   EXPECT_LT(stats.execution_count(), static_cast<uint64_t>(n) / 2) << "batches did not form";
@@ -64,24 +76,19 @@ TEST_F(ServerTest, BatchesFormAndEveryRequestGetsItsOwnOutput) {
 TEST_F(ServerTest, TorchScriptModelIsBatchedAndAnswersEveryRequestWithItsOwnOutputs) {
   StartServer({"--model-control-mode=explicit", "--load-model=double_sum_ts"});
   const int n = 48;
-  std::vector<std::thread> clients;
-  std::atomic<int> ok{0};
-  for (int i = 0; i < n; ++i) {
-    clients.emplace_back([&, i] {
-      float v = static_cast<float>(i);
-      ModelInferResponse out;
-      grpc::Status s = Infer(FloatRequest("double_sum_ts", "X", {v, v + 1, -v}, {1, 3}), &out);
-      ASSERT_TRUE(s.ok()) << s.error_message();
-      ASSERT_EQ(out.outputs_size(), 2);
-      EXPECT_EQ(out.outputs(0).name(), "DOUBLE");
-      EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)),
-                (std::vector<float>{2 * v, 2 * v + 2, -2 * v}));
-      EXPECT_EQ(FromRaw<float>(out.raw_output_contents(1)), std::vector<float>{v + 1});
-      ok++;
-    });
-  }
-  for (auto& c : clients) c.join();
-  EXPECT_EQ(ok.load(), n);
+  int ok = OnConcurrentClients(n, [&](int i) {
+    float v = static_cast<float>(i);
+    ModelInferResponse out;
+    grpc::Status s = Infer(FloatRequest("double_sum_ts", "X", {v, v + 1, -v}, {1, 3}), &out);
+    if (!s.ok()) return ::testing::AssertionFailure() << s.error_message();
+    if (out.outputs_size() != 2) return ::testing::AssertionFailure() << out.DebugString();
+    EXPECT_EQ(out.outputs(0).name(), "DOUBLE");
+    EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)),
+              (std::vector<float>{2 * v, 2 * v + 2, -2 * v}));
+    EXPECT_EQ(FromRaw<float>(out.raw_output_contents(1)), std::vector<float>{v + 1});
+    return ::testing::AssertionSuccess();
+  });
+  EXPECT_EQ(ok, n);
   auto stats = Statistics(stub_.get(), "double_sum_ts");
   EXPECT_EQ(stats.inference_count(), static_cast<uint64_t>(n));
   EXPECT_LE(stats.execution_count(), stats.inference_count());

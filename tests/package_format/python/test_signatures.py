@@ -37,7 +37,9 @@ def serve(model, manifest, *args):
                          "cpu", list(args))
 
 
-class NoneOutputsTest(unittest.TestCase):
+class TempDirTest(unittest.TestCase):
+    """A temporary folder per test for the archives it writes."""
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="manypy-sig-test-")
 
@@ -47,6 +49,8 @@ class NoneOutputsTest(unittest.TestCase):
     def path(self, name):
         return os.path.join(self.tmp, name)
 
+
+class NoneOutputsTest(TempDirTest):
     def export_warned(self, model, name, **kwargs):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -112,16 +116,7 @@ class NoneOutputsTest(unittest.TestCase):
         self.assertEqual(runtime._as_output_list([b"a", b"b"], ["TEXT"]), [[b"a", b"b"]])
 
 
-class VariableDimsTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="manypy-sig-test-")
-
-    def tearDown(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def path(self, name):
-        return os.path.join(self.tmp, name)
-
+class VariableDimsTest(TempDirTest):
     def test_differing_dims_over_examples_become_variable(self):
         model = sample_models.Detections()
         m = P.export(model, self.path("det.mpk"), inputs=[("IMAGE", "FP32", [1, 3, -1, -1])],
