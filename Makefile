@@ -37,12 +37,15 @@ bench-pool: build
 	$(BUILD)/bin/manypy-bench-pool --out bench-results/pool.json
 
 # Resident memory of resnet50 served by 1, 2, 4 interpreters vs 1, 2, 4 worker processes.
+# resnet50 in 1, 2, 4 interpreters vs processes; mlp_loop (needs only torch) in the
+# pool; time to ready of manypy-server with the example repository at 1, 2, 4.
 bench-memory: build
 	mkdir -p bench-results
-	test -f $(BUILD)/model-repository/resnet50.mpk || \
+	test -f $(BUILD)/model-repository/resnet50.mpk -a -f $(BUILD)/model-repository/mlp_loop.mpk || \
 	  /usr/bin/python3 models/make_repository.py --out $(BUILD)/model-repository
 	$(BUILD)/bin/manypy-bench-memory --archive $(BUILD)/model-repository/resnet50.mpk \
-	  --out bench-results/memory.json
+	  --small-archive $(BUILD)/model-repository/mlp_loop.mpk \
+	  --repository $(BUILD)/model-repository --out bench-results/memory.json
 
 # Dynamic batching on vs off over gRPC (mlp_loop at concurrency 64, resnet18 at 16, p50 at 1).
 bench-batching: models

@@ -56,6 +56,7 @@ Status Interpreter::Boot() {
   config.python_executable = options_.python_executable;
   config.extra_sys_path = options_.extra_sys_path;
   config.preload_modules = options_.preload_modules;
+  config.lazy_modules = options_.lazy_modules;
   config.callbacks.context = this;
   config.callbacks.prepare_extension = &Interpreter::PrepareExtension;
   if (options_.arena_cache) {

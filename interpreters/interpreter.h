@@ -25,6 +25,7 @@ class Interpreter {
     std::string python_executable;
     std::vector<std::string> extra_sys_path;
     std::vector<std::string> preload_modules;
+    std::vector<std::string> lazy_modules;
     bool arena_cache = true;
   };
 

@@ -72,6 +72,7 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
     o.python_executable = options.python_executable;
     o.extra_sys_path = options.extra_sys_path;
     o.preload_modules = options.preload_modules;
+    o.lazy_modules = options.lazy_modules;
     o.arena_cache = options.arena_cache;
     return Interpreter::Start(state->preparer.get(), o);
   };

@@ -39,6 +39,16 @@ struct PoolOptions {
   /// interpreter 0's `import torch` makes the process-global operator
   /// registrations the others rely on, so it has to finish before they import it.
   std::vector<std::string> preload_modules{"torch"};
+  /// Imported lazily in every interpreter: `import torch.onnx` (which `import
+  /// torch` does) gives a module whose code runs only when an attribute it
+  /// does not have yet is read, or a submodule of it is imported; an
+  /// interpreter pays for it (heap, import time) only once a model uses it.
+  /// Source packages only; a name that is an extension module is imported as
+  /// usual. Not numpy: libtorch_python imports it inside a C++ function-local
+  /// static initialiser (is_numpy_available, on the first call with a Scalar
+  /// argument), where an import that releases the GIL deadlocks a second
+  /// thread of the interpreter; and every model's first call needs it anyway.
+  std::vector<std::string> lazy_modules{"torch.utils.data", "torch.onnx"};
 };
 
 class InterpreterPool {

@@ -50,12 +50,111 @@ def _without_registrations(loader):
     loader.exec_module = exec_module
 
 
+class _LazyModule(types.ModuleType):
+    """A module in _manypy.lazy_modules whose code has not run yet.
+
+    It has what the import system set before running a module (__name__,
+    __spec__, __path__, __file__, ...). Reading any other attribute runs the
+    module's code in this very module object (so every reference taken
+    earlier, e.g. torch's `from torch import onnx`, sees the real module), then
+    the class becomes ModuleType again. Importing a submodule runs it first
+    (ManypyExtensionFinder). Python 3.11's importlib.util.LazyLoader cannot
+    be used: a second `import torch.onnx` reads __spec__ through
+    __getattribute__, which would run the module at once."""
+
+    def __getattr__(self, attr):
+        _run_lazy_module(self)
+        if type(self) is _LazyModule:  # this thread is running the module's code
+            raise AttributeError(f"partially initialized module {self.__name__!r} has no "
+                                 f"attribute {attr!r}")
+        return getattr(self, attr)
+
+
+# name -> the loader that runs the module's code, while it has not run.
+_lazy_loaders = {}
+
+# Imported lazily here: PoolOptions::lazy_modules and, in every interpreter but
+# the one that makes the process-global registrations (and only when lazy
+# imports are on), torch._meta_registrations: there its torch.library
+# registrations are no-ops (_NoRegistrationLibrary), so running it at
+# `import torch` would only build Python objects (its meta kernels, torch._refs,
+# torch._prims, about 9 MiB) that nothing in eager execution uses.
+_lazy_names = frozenset(_manypy.lazy_modules) | (
+    {"torch._meta_registrations"}
+    if _manypy.lazy_modules and not _manypy.owns_registrations else set())
+
+
+def _run_lazy_module(module):
+    name = module.__name__
+    # The import system's own per-module lock: another thread importing the
+    # module meanwhile waits for it (and its deadlock detection applies).
+    with importlib._bootstrap._ModuleLockManager(name):
+        loader = _lazy_loaders.pop(name, None)
+        if loader is None or type(module) is not _LazyModule:
+            return
+        spec = module.__spec__
+        spec.loader = loader
+        module.__loader__ = loader
+        spec._initializing = True
+        try:
+            loader.exec_module(module)
+        except BaseException:
+            if sys.modules.get(name) is module:
+                del sys.modules[name]  # as a failed import does
+            raise
+        finally:
+            spec._initializing = False
+            module.__class__ = types.ModuleType
+
+
+class _LazyLoader:
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        _lazy_loaders[module.__name__] = self.loader
+        module.__class__ = _LazyModule
+
+
+class _AlreadyImported:
+    """Loader of a module that a lazy parent's code imported meanwhile."""
+
+    def __init__(self, module):
+        self.module = module
+        self.spec = getattr(module, "__spec__", None)
+
+    def create_module(self, spec):
+        return self.module
+
+    def exec_module(self, module):
+        module.__spec__ = self.spec  # the import system set ours
+
+
 class ManypyExtensionFinder:
     @classmethod
     def find_spec(cls, name, path=None, target=None):
+        parent = name.rpartition(".")[0]
+        if parent and type(sys.modules.get(parent)) is _LazyModule:
+            _run_lazy_module(sys.modules[parent])
+            imported = sys.modules.get(name)
+            if imported is not None:
+                # The parent's code imported `name`. The import system, which
+                # asked us before that happened, would run it again from its
+                # spec unless the spec we return hands back this module.
+                del sys.modules[name]
+                return importlib.machinery.ModuleSpec(
+                    name, _AlreadyImported(imported),
+                    is_package=hasattr(imported, "__path__"))
         spec = importlib.machinery.PathFinder.find_spec(name, path, target)
         if spec is None:
             return None
+        if (name in _lazy_names and
+                isinstance(spec.loader, importlib.machinery.SourceFileLoader)):
+            spec.loader = _LazyLoader(spec.loader)
+            return spec
         if name == "torch.library" and not _manypy.owns_registrations:
             _without_registrations(spec.loader)
             return spec

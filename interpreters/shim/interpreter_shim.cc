@@ -160,6 +160,14 @@ void Boot(const ShimConfig& config) {
   PyModule_AddFunctions(module, kManypyMethods);
   PyModule_AddIntConstant(module, "index", config.index);
   PyModule_AddObjectRef(module, "owns_registrations", config.owns_registrations ? Py_True : Py_False);
+  PyObject* lazy = Check(PyFrozenSet_New(nullptr));
+  for (const auto& m : config.lazy_modules) {
+    PyObject* name = Check(PyUnicode_FromString(m.c_str()));
+    int added = PySet_Add(lazy, name);
+    Py_DECREF(name);
+    if (added != 0) ThrowPythonError();
+  }
+  PyModule_AddObject(module, "lazy_modules", lazy);  // steals the reference
   g_interrupted_type = Check(PyErr_NewExceptionWithDoc(
       "_manypy.ExecutionInterrupted",
       "Raised inside a call that ran past its execution limit (the host interrupted it).",

@@ -37,6 +37,7 @@ struct ShimConfig {
   std::string python_executable;   ///< used to compute sys.prefix (Debian's /usr/bin/python3)
   std::vector<std::string> extra_sys_path;
   std::vector<std::string> preload_modules;  ///< imported at boot, in order
+  std::vector<std::string> lazy_modules;     ///< imported lazily (boot.py)
   HostCallbacks callbacks;
 };
 

@@ -20,12 +20,24 @@
 // printed too, the fair lower bound). load_seconds: pool creation + model load
 // / wall time from starting the N workers until the last has loaded.
 //
-// Writes a JSON list of {"model", "mode", "workers", "rss_bytes",
-// "load_seconds"} records; prints a table, where the pool's memory goes, and
-// whether the targets hold (stdout; progress on stderr).
+// With --small-archive (a model that needs only torch, e.g. mlp_loop) that
+// model is measured in the pool too, for N = 1, 2, 4 (target: <= 50 MiB RSS
+// per extra interpreter). With --repository, manypy-server is started on that
+// repository with N interpreters and timed until it reports every model ready.
+//
+// Writes a JSON list of {"model", "mode", "workers", "rss_bytes", "pss_bytes",
+// "load_seconds"} records (interpreters records with N > 1 add
+// "per_extra_interpreter_bytes" and "per_extra_interpreter_pss_bytes", 1 -> N),
+// --archive's model first, then the small model's, then {"model":
+// "repository", "mode": "server", "workers", "ready_seconds", "models_ready"};
+// prints a table, where the pool's memory goes, and whether the targets hold
+// (stdout; progress on stderr).
 //
 // Usage: manypy-bench-memory --archive A.mpk --out PATH [--workers 1,2,4]
 //                            [--python /usr/bin/python3] [--worker memory_worker.py]
+//                            [--small-archive B.mpk] [--repository DIR] [--server BIN]
+//                            [--eager-imports]   (pool children import torch.onnx etc. at
+//                                                 start, as before lazy imports: a baseline)
 //        manypy-bench-memory --child-interpreters N --archive A.mpk   (internal)
 // With $MANYPY_BENCH_SMAPS_DIR set, every measured process's smaps is saved there.
 #include <ATen/ATen.h>
@@ -57,6 +69,7 @@
 #include "interpreters/python_error.h"
 #include "package_format/archive.h"
 #include "server/models/packaged_model.h"
+#include "server/models/warmup.h"
 
 extern char** environ;
 
@@ -75,6 +88,9 @@ constexpr const char* kChildPrefix = "MANYPY_MEMORY";
 /// Every child and worker gets this many intra-op threads, so both modes carry
 /// the same thread stacks and pools.
 constexpr const char* kIntraOpThreads = "1";
+/// --eager-imports: the children import PoolOptions::lazy_modules eagerly.
+bool g_eager_imports = false;
+
 /// A child or worker that has not reported within this long is killed.
 constexpr double kChildTimeoutSeconds = 240;
 
@@ -291,11 +307,12 @@ struct Measurement {
 };
 
 /// The interpreters mode's child: pool of `n`, load, one inference, report, exit.
-int RunChild(size_t n, const std::string& archive) {
+int RunChild(size_t n, const std::string& archive, bool eager_imports) {
   try {
     auto start = Clock::now();
     manypy::PoolOptions options;
     options.interpreters = n;
+    if (eager_imports) options.lazy_modules.clear();  // for comparison: import as before
     options.intra_op_threads = std::atoi(kIntraOpThreads);
     auto pool = manypy::InterpreterPool::Create(options);
     if (!pool.ok()) {
@@ -310,7 +327,8 @@ int RunChild(size_t n, const std::string& archive) {
     double load_seconds = SecondsSince(start);
     // One call, through the pool's load balancer: the interpreter it lands on
     // allocates what a first request does; the weights are touched once for all.
-    (*model)->Call({manypy::Value(at::randn({1, 3, 224, 224}))});
+    // Inputs from the signature (zeros; batch and variable dimensions 1).
+    (*model)->Call(manypy::SignatureInputs((*model)->manifest()));
 
     std::error_code ec;
     std::string archive_path = std::filesystem::canonical(archive, ec).string();
@@ -339,9 +357,10 @@ int RunChild(size_t n, const std::string& archive) {
 std::optional<Measurement> MeasureInterpreters(size_t n, const std::string& archive) {
   // /proc/self/exe, not the path it names: this very program runs even if a
   // concurrent build has replaced (unlinked) the file since we started.
-  auto child =
-      Spawn({"/proc/self/exe", "--child-interpreters", std::to_string(n), "--archive", archive},
-            /*pipe_stdin=*/false);
+  std::vector<std::string> argv{"/proc/self/exe", "--child-interpreters", std::to_string(n),
+                                "--archive", archive};
+  if (g_eager_imports) argv.push_back("--eager-imports");
+  auto child = Spawn(argv, /*pipe_stdin=*/false);
   if (!child) return std::nullopt;
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(kChildTimeoutSeconds));
@@ -506,23 +525,113 @@ bool CheckTargets(const std::vector<Measurement>& ms, size_t max_n, uint64_t wei
   return all;
 }
 
-bool WriteJson(const std::string& path, const std::string& model,
-               const std::vector<Measurement>& ms) {
+/// (value at N - value at 1) / (N - 1): what each interpreter past the first adds.
+double PerExtra(uint64_t at_n, uint64_t at_one, size_t n) {
+  return (static_cast<double>(at_n) - static_cast<double>(at_one)) / static_cast<double>(n - 1);
+}
+
+/// Time to ready of manypy-server with a whole repository at N interpreters.
+struct ReadyMeasurement {
+  size_t workers = 0;
+  double ready_seconds = 0;
+  size_t models_ready = 0;
+};
+
+/// One JSON record per line of `out`; the model name is validated by the
+/// manifest parser, the modes are ours: nothing to escape.
+void AppendRecords(std::vector<std::string>& out, const std::string& model,
+                   const std::vector<Measurement>& ms) {
+  const Measurement* one = Find(ms, "interpreters", 1);
+  for (const Measurement& m : ms) {
+    char line[512];
+    int len = snprintf(line, sizeof line,
+                       "  {\"model\": \"%s\", \"mode\": \"%s\", \"workers\": %zu, "
+                       "\"rss_bytes\": %llu, \"pss_bytes\": %llu, \"load_seconds\": %.3f",
+                       model.c_str(), m.mode.c_str(), m.workers,
+                       static_cast<unsigned long long>(m.rss_bytes),
+                       static_cast<unsigned long long>(m.pss_bytes), m.load_seconds);
+    std::string record(line, static_cast<size_t>(len));
+    if (m.mode == "interpreters" && one != nullptr && m.workers > 1) {
+      // 1 -> N, per interpreter past the first: by RSS (every mapping counted
+      // in full) and by PSS (pages mapped more than once counted once).
+      snprintf(line, sizeof line,
+               ", \"per_extra_interpreter_bytes\": %.0f, \"per_extra_interpreter_pss_bytes\": %.0f",
+               PerExtra(m.rss_bytes, one->rss_bytes, m.workers),
+               PerExtra(m.pss_bytes, one->pss_bytes, m.workers));
+      record += line;
+    }
+    out.push_back(record + "}");
+  }
+}
+
+bool WriteJson(const std::string& path, const std::vector<std::string>& records) {
   FILE* f = manypy::bench::OpenOutputFile(path);
   if (f == nullptr) return false;
   fprintf(f, "[\n");
-  for (size_t i = 0; i < ms.size(); ++i) {
-    const Measurement& m = ms[i];
-    // The model name is validated by the manifest parser, the modes are ours:
-    // nothing to escape.
-    fprintf(f,
-            "  {\"model\": \"%s\", \"mode\": \"%s\", \"workers\": %zu, \"rss_bytes\": %llu, "
-            "\"load_seconds\": %.3f}%s\n",
-            model.c_str(), m.mode.c_str(), m.workers, static_cast<unsigned long long>(m.rss_bytes),
-            m.load_seconds, i + 1 < ms.size() ? "," : "");
+  for (size_t i = 0; i < records.size(); ++i) {
+    fprintf(f, "%s%s\n", records[i].c_str(), i + 1 < records.size() ? "," : "");
   }
   fprintf(f, "]\n");
   return fclose(f) == 0;
+}
+
+/// Prints the small model's per-extra-interpreter growth and its target.
+bool CheckSmallTarget(const std::string& model, const std::vector<Measurement>& ms) {
+  const Measurement* one = Find(ms, "interpreters", 1);
+  bool held = true;
+  for (const auto& m : ms) {
+    if (!one || m.workers <= 1) continue;
+    double rss = PerExtra(m.rss_bytes, one->rss_bytes, m.workers);
+    double pss = PerExtra(m.pss_bytes, one->pss_bytes, m.workers);
+    printf("%s: 1 -> %zu interpreters, per extra interpreter: RSS %+.1f MiB, PSS %+.1f MiB "
+           "(copies %+.1f, files %+.1f, anon %+.1f MiB)\n",
+           model.c_str(), m.workers, rss / kMiB, pss / kMiB,
+           PerExtra(m.kinds.at("copies"), one->kinds.at("copies"), m.workers) / kMiB,
+           PerExtra(m.kinds.at("files"), one->kinds.at("files"), m.workers) / kMiB,
+           PerExtra(m.kinds.at("anon"), one->kinds.at("anon"), m.workers) / kMiB);
+    if (&m == &ms.back()) {
+      held = rss <= 50 * kMiB;
+      printf("target 3: %s (torch only) RSS per extra interpreter <= 50 MiB: %.1f MiB -> %s\n",
+             model.c_str(), rss / kMiB, held ? "HOLDS" : "MISSED");
+    }
+  }
+  return held;
+}
+
+/// Starts manypy-server on `repository` with `n` interpreters (free ports)
+/// and returns the wall time until it prints its "listening on ... model(s)
+/// ready" line, i.e. every model of the repository loaded and warmed up;
+/// then stops it (SIGTERM).
+std::optional<ReadyMeasurement> MeasureReady(size_t n, const std::string& server,
+                                             const std::string& repository) {
+  auto start = Clock::now();
+  auto child = Spawn({server, "--model-repository=" + repository,
+                      "--interpreters=" + std::to_string(n), "--grpc-port=0", "--http-port=0",
+                      "--metrics-port=0", "--grpc-address=127.0.0.1", "--http-address=127.0.0.1",
+                      "--metrics-address=127.0.0.1", "--log-level=warning"},
+                     /*pipe_stdin=*/false);
+  if (!child) return std::nullopt;
+  auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(kChildTimeoutSeconds));
+  std::optional<ReadyMeasurement> r;
+  while (auto line = ReadLine(*child, deadline)) {
+    size_t at = line->find("manypy-server: listening on ");
+    if (at == std::string::npos) continue;
+    r.emplace();
+    r->workers = n;
+    r->ready_seconds = SecondsSince(start);
+    size_t comma = line->find(", ", at);
+    if (comma != std::string::npos) r->models_ready = std::stoul(line->substr(comma + 2));
+    break;
+  }
+  kill(child->pid, r ? SIGTERM : SIGKILL);
+  // Drain to EOF so the server never blocks on a full pipe while stopping.
+  auto stop_deadline = Clock::now() + std::chrono::seconds(60);
+  while (ReadLine(*child, stop_deadline)) {
+  }
+  Finish(*child, /*kill_it=*/Clock::now() >= stop_deadline);
+  if (!r) fprintf(stderr, "manypy-bench-memory: the %zu-interpreter server never became ready\n", n);
+  return r;
 }
 
 // ---------------------------------------------------------------------------
@@ -535,6 +644,9 @@ struct Flags {
   std::string worker = MANYPY_SOURCE_DIR "/tests/bench/memory_worker.py";
   std::vector<size_t> workers{1, 2, 4};
   size_t child_interpreters = 0;  ///< > 0: this is an interpreters-mode child
+  std::string small_archive;      ///< optional: a model needing only torch, pool only
+  std::string repository;         ///< optional: time to ready of manypy-server with it
+  std::string server;             ///< manypy-server; default: beside this program
 };
 
 [[noreturn]] void Usage(const std::string& why) {
@@ -542,7 +654,10 @@ struct Flags {
           "manypy-bench-memory: %s\n"
           "usage: manypy-bench-memory --archive A.mpk --out PATH [--workers 1,2,4]\n"
           "                           [--python /usr/bin/python3] [--worker memory_worker.py]\n"
-          "  the model must take one FP32 [1, 3, 224, 224] image (resnet50's signature)\n",
+          "                           [--small-archive B.mpk] [--repository DIR]\n"
+          "                           [--server manypy-server] [--eager-imports]\n"
+          "  --archive's model must take one FP32 [1, 3, 224, 224] image (the worker\n"
+          "  processes call it so); --small-archive's is measured in the pool only\n",
           why.c_str());
   exit(2);
 }
@@ -570,6 +685,14 @@ Flags ParseFlags(int argc, char** argv) {
       flags.python = value();
     } else if (arg == "--worker") {
       flags.worker = value();
+    } else if (arg == "--eager-imports") {
+      g_eager_imports = true;
+    } else if (arg == "--small-archive") {
+      flags.small_archive = value();
+    } else if (arg == "--repository") {
+      flags.repository = value();
+    } else if (arg == "--server") {
+      flags.server = value();
     } else if (arg == "--child-interpreters") {
       flags.child_interpreters = ParseCount(value());
     } else if (arg == "--workers") {
@@ -596,7 +719,9 @@ Flags ParseFlags(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   Flags flags = ParseFlags(argc, argv);
-  if (flags.child_interpreters > 0) return RunChild(flags.child_interpreters, flags.archive);
+  if (flags.child_interpreters > 0) {
+    return RunChild(flags.child_interpreters, flags.archive, g_eager_imports);
+  }
   auto start = Clock::now();
 
   // The weight size the per-interpreter growth is compared with: the bytes of
@@ -641,14 +766,74 @@ int main(int argc, char** argv) {
     ms.push_back(*m);
   }
 
+  std::string small_model;
+  std::vector<Measurement> small;
+  if (!flags.small_archive.empty()) {
+    auto small_archive = manypy::PackageArchive::Open(flags.small_archive);
+    if (!small_archive.ok()) {
+      fprintf(stderr, "manypy-bench-memory: %s\n", small_archive.status().ToString().c_str());
+      return 1;
+    }
+    small_model = (*small_archive)->manifest().name;
+    small_archive->reset();
+    for (size_t n : flags.workers) {
+      t = Clock::now();
+      auto m = MeasureInterpreters(n, flags.small_archive);
+      if (!m) return 1;
+      fprintf(stderr, "%s interpreters N=%zu: rss %.1f MiB, loaded in %.2f s (child ran %.1f s)\n",
+              small_model.c_str(), n, m->rss_bytes / kMiB, m->load_seconds, SecondsSince(t));
+      small.push_back(*m);
+    }
+  }
+  std::vector<ReadyMeasurement> ready;
+  if (!flags.repository.empty()) {
+    std::string server = flags.server;
+    if (server.empty()) {
+      std::error_code ec;
+      server = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() /
+                "manypy-server").string();
+    }
+    for (size_t n : flags.workers) {
+      auto r = MeasureReady(n, server, flags.repository);
+      if (!r) return 1;
+      fprintf(stderr, "server N=%zu: %zu model(s) ready in %.2f s\n", n, r->models_ready,
+              r->ready_seconds);
+      ready.push_back(*r);
+    }
+  }
+
   PrintTable(model, ms);
   bool held = CheckTargets(ms, flags.workers.back(), weight_bytes);
+  if (!small.empty()) {
+    PrintTable(small_model, small);
+    held &= CheckSmallTarget(small_model, small);
+  }
+  for (const auto& r : ready) {
+    printf("server ready with %s, %zu interpreter(s): %.2f s (%zu models)%s\n",
+           flags.repository.c_str(), r.workers, r.ready_seconds, r.models_ready,
+           r.workers == 2 ? (r.ready_seconds < 10 ? " (target < 10 s: HOLDS)"
+                                                  : " (target < 10 s: MISSED)")
+                          : "");
+    if (r.workers == 2) held &= r.ready_seconds < 10;
+  }
   printf("targets: %s\n", held ? "all hold" : "MISSED (see above)");
-  if (!WriteJson(flags.out, model, ms)) {
+  // The --archive model's records first (bench_report plots those).
+  std::vector<std::string> records;
+  AppendRecords(records, model, ms);
+  AppendRecords(records, small_model, small);
+  for (const auto& r : ready) {
+    char line[256];
+    snprintf(line, sizeof line,
+             "  {\"model\": \"repository\", \"mode\": \"server\", \"workers\": %zu, "
+             "\"ready_seconds\": %.3f, \"models_ready\": %zu}",
+             r.workers, r.ready_seconds, r.models_ready);
+    records.push_back(line);
+  }
+  if (!WriteJson(flags.out, records)) {
     fprintf(stderr, "manypy-bench-memory: cannot write %s\n", flags.out.c_str());
     return 1;
   }
-  fprintf(stderr, "wrote %s (%zu records) in %.0f s total\n", flags.out.c_str(), ms.size(),
+  fprintf(stderr, "wrote %s (%zu records) in %.0f s total\n", flags.out.c_str(), records.size(),
           SecondsSince(start));
   return 0;
 }
