@@ -146,6 +146,7 @@ def measure(args, server, model, concurrency):
         "server_cpu_us_per_infer": cpu * 1e6 / requests if requests else None,
         "peak_rss_bytes": peak_rss(server.proc.pid),
         "errors": record.get("errors", 0),
+        "errors_by_code": record.get("errors_by_code", {}),
     }
 
 
