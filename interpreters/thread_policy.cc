@@ -15,9 +15,8 @@ size_t HardwareCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-int DefaultIntraOpThreads(size_t interpreters) {
-  size_t cores = HardwareCores();
-  return static_cast<int>(std::max<size_t>(1, cores / std::max<size_t>(1, interpreters)));
+int DefaultIntraOpThreads(size_t interpreters, size_t cpus) {
+  return static_cast<int>(std::max<size_t>(1, cpus / std::max<size_t>(1, interpreters)));
 }
 
 }  // namespace manypy

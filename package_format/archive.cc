@@ -185,13 +185,15 @@ Status PackageArchive::Validate(const Limits& limits) {
   return CheckEntryPoint();
 }
 
+std::string ResourceEntryName(std::string package, const std::string& resource) {
+  for (char& c : package)
+    if (c == '.') c = '/';
+  return package + "/" + resource;
+}
+
 // The entry point must name files that are in the archive, or loading fails much later.
 Status PackageArchive::CheckEntryPoint() const {
-  auto file = [](std::string dotted, const std::string& resource) {
-    for (char& c : dotted)
-      if (c == '.') c = '/';
-    return dotted + "/" + resource;
-  };
+  const auto& file = ResourceEntryName;
   auto missing = [&](const std::string& field, const std::string& what) {
     return Error("manifest field '" + field + "': '" + what + "' is not in the archive");
   };

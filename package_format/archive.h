@@ -33,6 +33,10 @@ struct ArchiveLimits {
   uint64_t max_compression_ratio = 100;
 };
 
+/// The entry name (relative to the archive's root folder) of `resource` in the dotted
+/// `package`: ("model", "model.pt") -> "model/model.pt", ("a.b", "") -> "a/b/".
+std::string ResourceEntryName(std::string package, const std::string& resource);
+
 class PackageArchive {
  public:
   using Limits = ArchiveLimits;

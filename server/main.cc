@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -89,8 +88,7 @@ int main(int argc, char** argv) {
   const CpuLimit cpu = DetectCpuLimit(cores);
   PoolOptions pool_options;
   pool_options.interpreters = options->interpreters > 0 ? options->interpreters : cpu.cpus;
-  pool_options.intra_op_threads =
-      static_cast<int>(std::max<size_t>(1, cpu.cpus / pool_options.interpreters));
+  pool_options.intra_op_threads = DefaultIntraOpThreads(pool_options.interpreters, cpu.cpus);
   Log(LogLevel::kInfo, "interpreters: " + std::to_string(pool_options.interpreters) +
                            (options->interpreters > 0 ? " (--interpreters)" : " (one per CPU)") +
                            "; " + DescribeCpuLimit(cpu, cores));

@@ -19,13 +19,6 @@ struct TorchScriptModel::Impl {
 
 namespace {
 
-std::string EntryName(const EntryPoint& ep) {
-  std::string name = ep.package;
-  for (char& c : name)
-    if (c == '.') c = '/';
-  return name + "/" + ep.resource;
-}
-
 // The model's result as one value per declared output, in manifest order:
 // a tensor (one output), a tuple or list of tensors (one each, in order) or a
 // dict of str to tensor (by name) -- what the Python platform accepts too.
@@ -95,7 +88,8 @@ StatusOr<std::unique_ptr<TorchScriptModel>> TorchScriptModel::Load(
                                 "', but this server's libtorch was built without CUDA");
     impl->device = c10::Device(m.device);
   }
-  auto bytes = archive->ReadEntry(EntryName(m.entry_point));
+  const EntryPoint& ep = m.entry_point;
+  auto bytes = archive->ReadEntry(ResourceEntryName(ep.package, ep.resource));
   if (!bytes.ok()) return bytes.status();
   try {
     std::istringstream stream(*bytes);
