@@ -70,7 +70,8 @@ bench: models
 	/usr/bin/python3 tests/bench/bench_serving.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/serving.json
 	$(BUILD)/bin/manypy-bench-memory --archive $(BUILD)/model-repository/resnet50.mpk \
-	  --out bench-results/memory.json
+	  --small-archive $(BUILD)/model-repository/mlp_loop.mpk \
+	  --repository $(BUILD)/model-repository --out bench-results/memory.json
 	/usr/bin/python3 tests/bench/bench_report.py --results bench-results
 
 clean:

@@ -63,6 +63,22 @@ def _build_model(package, module, function, weights):
     return model
 
 
+def _dynamic_dims(values):
+    """--dynamic-dim NAME:D1,D2 (repeatable) -> {NAME: [D1, D2]}; dimensions
+    count from 0 and leave out the batch dimension, as in the manifest."""
+    dims = {}
+    for value in values:
+        name, sep, text = value.rpartition(":")
+        try:
+            indices = [int(d) for d in text.split(",")] if sep and name else None
+        except ValueError:
+            indices = None
+        if not indices:
+            raise ValueError(f"--dynamic-dim: expected NAME:D1,D2,... (e.g. boxes:0), got {value!r}")
+        dims.setdefault(name, []).extend(indices)
+    return dims
+
+
 def cmd_create(args):
     from . import package  # imports torch: only for create
 
@@ -79,7 +95,8 @@ def cmd_create(args):
         max_batch_size=args.max_batch_size, batching=_batching(args),
         instance_count=args.instance_count, device=args.device,
         description=args.description, intern=args.intern or None,
-        extern=args.extern or None, method=args.method)
+        extern=args.extern or None, method=args.method,
+        dynamic_dims=_dynamic_dims(args.dynamic_dim) or None)
     example = None
     if outputs is None or args.check:
         example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
@@ -265,6 +282,9 @@ def build_parser():
     c.add_argument("--output", action="append", default=[], metavar="NAME:DTYPE:D1,D2,...",
                    help="an output (repeatable); if none, outputs are inferred from one run "
                    "on synthetic inputs")
+    c.add_argument("--dynamic-dim", action="append", default=[], metavar="NAME:D1,D2,...",
+                   help="mark dimensions of input or output NAME variable (-1), counted "
+                        "from 0 without the batch dimension, e.g. boxes:0 (repeatable)")
     c.add_argument("--max-batch-size", type=int, default=0, metavar="B",
                    help="largest batch per call; 0 (default) = the model takes no batch dimension")
     c.add_argument("--dynamic-batching", action="store_true",

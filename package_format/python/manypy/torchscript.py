@@ -51,15 +51,17 @@ def compile_model(model, mode="script", example_inputs=None):
 
 def export(model, path, name=None, version=1, inputs=None, outputs=None, example_inputs=None,
            mode="script", max_batch_size=0, batching=None, instance_count=0, device="cpu",
-           description="", method=None):
+           description="", method=None, dynamic_dims=None):
     """Writes ``model`` (an nn.Module, compiled per ``mode``, or a ScriptModule)
     to the archive ``path`` for platform "torchscript". The signature comes
-    from inputs/outputs and example_inputs as in manypy.package.export, run on
-    the compiled module. Returns the manifest dict."""
+    from inputs/outputs, example_inputs and dynamic_dims as in
+    manypy.package.export, run on the compiled module. Returns the manifest
+    dict."""
     scripted = compile_model(model, mode, example_inputs)
     name = _package._default_name(name, path)
     inputs, outputs = _package._resolve_signature(scripted, inputs, outputs, example_inputs,
-                                                  max_batch_size, method)
+                                                  max_batch_size, method,
+                                                  dynamic_dims=dynamic_dims)
     for field, specs in (("inputs", inputs), ("outputs", outputs)):
         for i, spec in enumerate(specs):
             if spec["datatype"] == "BYTES":

@@ -121,6 +121,22 @@ class CliTest(unittest.TestCase):
         with torch.inference_mode():
             self.assertTrue(torch.equal(model(x), self.trained(x)))
 
+    def test_create_dynamic_dims(self):
+        out = os.path.join(self.tmp, "dynamic.mpk")
+        manifest = self.create(out, "--as-factory", "--dynamic-dim", "OUTPUT__0:0",
+                               "--check")
+        self.assertEqual(manifest["outputs"], [{"name": "OUTPUT__0", "datatype": "FP32", "shape": [-1]}])
+        proc = run_cli(["inspect", out])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("OUTPUT__0", proc.stdout[proc.stdout.index("variable dimensions ("):])
+        for bad, message in (("OUTPUT__0", "NAME:D1,D2"), ("OUTPUT__0:x", "NAME:D1,D2"),
+                             ("OUTPUT__0:3", "dimension 3"), ("nope:0", "'nope'")):
+            proc = run_cli(["create", "--model-file", self.net, "--factory", "net:build",
+                            "--input", "INPUT__0:FP32:6", "--dynamic-dim", bad, "-o", out + ".bad"])
+            self.assertEqual(proc.returncode, 1, bad)
+            self.assertIn(message, proc.stderr)
+            self.assertFalse(os.path.exists(out + ".bad"))
+
     def test_create_errors(self):
         out = os.path.join(self.tmp, "bad.mpk")
         proc = run_cli(["create", "--model-file", self.net, "--factory", "net:build",
