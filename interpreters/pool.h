@@ -44,11 +44,22 @@ struct PoolOptions {
   /// does not have yet is read, or a submodule of it is imported; an
   /// interpreter pays for it (heap, import time) only once a model uses it.
   /// Source packages only; a name that is an extension module is imported as
-  /// usual. Not numpy: libtorch_python imports it inside a C++ function-local
+  /// usual. Not numpy itself: libtorch_python imports it inside a C++ function-local
   /// static initialiser (is_numpy_available, on the first call with a Scalar
   /// argument), where an import that releases the GIL deadlocks a second
   /// thread of the interpreter; and every model's first call needs it anyway.
-  std::vector<std::string> lazy_modules{"torch.utils.data", "torch.onnx"};
+  /// The rest are what `import torch` (and numpy's own __init__) pull in for
+  /// export, distributions, downloads, profiling, quantization, masked
+  /// tensors, random numbers and FFTs in numpy, none of which eager inference
+  /// of a float model calls: together about 10 MiB of heap and library copies
+  /// per interpreter (make bench-memory). Modules that `import torch` reads
+  /// from at once (torch.jit, torch.testing, torch.multiprocessing) would run
+  /// anyway, so they are not listed.
+  std::vector<std::string> lazy_modules{
+      "torch.utils.data",   "torch.onnx",        "torch.hub",       "torch.distributions",
+      "torch.profiler",     "torch.quantization", "torch.nn.quantizable", "torch.nn.quantized",
+      "torch.nn.qat",       "torch.nn.intrinsic", "torch.masked",    "torch.quasirandom",
+      "numpy.ma",           "numpy.polynomial",  "numpy.random",    "numpy.fft"};
 };
 
 class InterpreterPool {

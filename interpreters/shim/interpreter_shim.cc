@@ -194,6 +194,10 @@ void Boot(const ShimConfig& config) {
   }
   Py_DECREF(Check(PyRun_String(site.c_str(), Py_file_input, MainDict(), MainDict())));
   for (const auto& m : config.preload_modules) Py_DECREF(Check(PyImport_ImportModule(m.c_str())));
+  // Importing torch leaves reference cycles behind (module-level helpers,
+  // failed optional imports); collecting them now gives their memory to the
+  // model instead of waiting for the collector's thresholds.
+  PyGC_Collect();
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "interpreters/python_error.h"
 #include "tests/test_util/pool_fixture.h"
@@ -226,6 +228,47 @@ TEST(PoolTest, ThreadPolicyDoesNotOversubscribe) {
   auto s = pool->Acquire();
   EXPECT_EQ(s.Eval("__import__('torch').get_num_threads()").ToValue().to_int(),
             pool->options().intra_op_threads);
+}
+
+// PoolOptions::lazy_modules: imported by `import torch` but not run until
+// used; then they work as if imported eagerly, in every interpreter, from
+// several threads at once.
+TEST(PoolTest, LazyModulesRunOnFirstUseAndThenWork) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  const std::string not_run =
+      "import sys, types\n"
+      "not_run = sorted(n for n in " +
+      std::string("['torch.onnx', 'torch.hub', 'torch.distributions', 'numpy.random', 'numpy.ma']") +
+      " if type(sys.modules[n]) is not types.ModuleType)\n";
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    s.Exec(not_run);
+    EXPECT_EQ(s.Eval("','.join(not_run)").ToValue().to_str(),
+              "numpy.ma,numpy.random,torch.distributions,torch.hub,torch.onnx");
+  }
+  std::vector<std::thread> users;
+  std::vector<std::string> results(4);
+  for (size_t t = 0; t < results.size(); ++t) {
+    users.emplace_back([&, t] {
+      auto s = pool->AcquireAt(t % pool->size());
+      results[t] = s.Eval(
+          "(lambda torch, np: '%.4f %d %s %s %s' % ("
+          "torch.distributions.Normal(0.0, 1.0).log_prob(torch.tensor(0.0)).item(),"
+          " np.random.default_rng(7).integers(1000) >= 0,"
+          " __import__('torch.onnx.utils').onnx.utils.__name__,"
+          " callable(torch.hub.load_state_dict_from_url),"
+          " np.ma.masked_array([1, 2], mask=[0, 1]).sum()))"
+          "(__import__('torch'), __import__('numpy'))").ToValue().to_str();
+    });
+  }
+  for (auto& u : users) u.join();
+  for (const auto& r : results) EXPECT_EQ(r, "-0.9189 1 torch.onnx.utils True 1");
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    s.Exec(not_run);
+    EXPECT_EQ(s.Eval("','.join(not_run)").ToValue().to_str(), "");
+  }
 }
 
 }  // namespace
