@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving clean
+.PHONY: all deps configure build test serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving soak clean
 
 all: build
 
@@ -73,6 +73,13 @@ bench: models
 	  --small-archive $(BUILD)/model-repository/mlp_loop.mpk \
 	  --repository $(BUILD)/model-repository --out bench-results/memory.json
 	/usr/bin/python3 tests/bench/bench_report.py --results bench-results
+
+# One server, fixed-rate mixed gRPC/HTTP traffic and a reload of every model each
+# window for MINUTES (default 10): no errors, RSS growth < 5%, p99 stable.
+MINUTES ?= 10
+soak: models
+	/usr/bin/python3 tests/bench/soak.py --build $(BUILD) --repository $(BUILD)/model-repository \
+	  --minutes $(MINUTES) --out bench-results/soak.json
 
 clean:
 	rm -rf $(BUILD)

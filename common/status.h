@@ -20,6 +20,8 @@ enum class StatusCode {
   kUnavailable,
   kDeadlineExceeded,
   kInternal,
+  kUnauthenticated,   ///< no valid credentials (gRPC UNAUTHENTICATED, HTTP 401)
+  kPermissionDenied,  ///< valid credentials without the right (gRPC PERMISSION_DENIED, HTTP 403)
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -49,6 +51,8 @@ inline Status FailedPrecondition(std::string m) {
 }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
+inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 
 /// Either a value or a non-OK status.
 template <typename T>

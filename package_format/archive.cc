@@ -99,6 +99,10 @@ StatusOr<std::unique_ptr<PackageArchive>> PackageArchive::Open(const std::string
     return archive->Error("not a regular file");
   archive->file_size_ = static_cast<uint64_t>(st.st_size);
   if (archive->file_size_ == 0) return archive->Error("empty file, not a zip archive");
+  if (archive->file_size_ > limits.max_file_bytes)
+    return archive->Error("the archive is " + std::to_string(archive->file_size_) +
+                          " bytes, more than the limit of " + std::to_string(limits.max_file_bytes) +
+                          " bytes on an archive's size");
   std::string zip_error;
   archive->zip_ = OpenZip(archive->fd_, &zip_error);
   if (archive->zip_ == nullptr) return archive->Error("not a valid zip archive: " + zip_error);

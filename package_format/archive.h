@@ -26,6 +26,8 @@ struct StoredRecord {
 
 /// What Open refuses beyond the format rules (SCHEMA.md "Limits"); sizes are uncompressed.
 struct ArchiveLimits {
+  /// The archive file's size on disk, checked before anything is read from it.
+  uint64_t max_file_bytes = uint64_t{32} << 30;
   uint64_t max_entries = 100000;
   uint64_t max_entry_bytes = uint64_t{8} << 30;
   uint64_t max_total_bytes = uint64_t{32} << 30;

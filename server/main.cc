@@ -15,9 +15,11 @@
 
 #include "interpreters/pool.h"
 #include "interpreters/thread_policy.h"
+#include "server/auth/access_tokens.h"
 #include "server/blas_info.h"
 #include "server/cpu_quota.h"
 #include "server/grpc/grpc_frontend.h"
+#include "server/grpc/grpc_tls.h"
 #include "server/http/http_frontend.h"
 #include "server/inference/dispatcher.h"
 #include "server/log.h"
@@ -76,6 +78,35 @@ int main(int argc, char** argv) {
   SetLogLevel(options->log_level);
   SetLogFormat(options->log_format);
   SetAccessLogFraction(options->access_log_fraction);
+  // Token files are read once, before anything listens: a bad one stops the start.
+  auto tokens = AccessTokens::Load(options->auth_token_file, options->management_token_file);
+  if (!tokens.ok()) {
+    fprintf(stderr, "manypy-server: %s\n", tokens.status().message().c_str());
+    return 2;
+  }
+  if (!options->auth_token_file.empty()) {
+    Log(LogLevel::kInfo, "auth: a bearer token is required on every call but the health probes");
+  }
+  if (tokens->has_management_token()) {
+    Log(LogLevel::kInfo, "auth: the repository API requires the management token");
+  }
+  // TLS files too: a missing, unreadable or mismatched certificate or key stops the start.
+  std::shared_ptr<const TlsCredentials> tls;
+  if (!options->tls_cert_file.empty() || !options->tls_key_file.empty() ||
+      !options->tls_client_ca_file.empty()) {
+    auto loaded = TlsCredentials::Load(options->tls_cert_file, options->tls_key_file,
+                                       options->tls_client_ca_file);
+    if (!loaded.ok()) {
+      fprintf(stderr, "manypy-server: %s\n", loaded.status().message().c_str());
+      return 2;
+    }
+    tls = std::make_shared<const TlsCredentials>(std::move(*loaded));
+    Log(LogLevel::kInfo, std::string("tls: gRPC and HTTP serve TLS only (1.2 or newer); client certificates ") +
+                             (tls->require_client_certificates()
+                                  ? "required, verified against " + options->tls_client_ca_file
+                                  : "not requested") +
+                             "; metrics stay plain HTTP");
+  }
   // Every thread inherits this mask; only main receives the stop signals (sigwait).
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -112,7 +143,8 @@ int main(int argc, char** argv) {
   }
   auto models = ModelManager::Create(pool->get(), &dispatcher,
                                      {options->model_repository, options->explicit_model_control,
-                                      options->load_models, options->serving});
+                                      options->load_models, options->serving,
+                                      ArchiveLimits{static_cast<uint64_t>(options->max_archive_bytes)}});
   if (!models.ok()) return Fail(models.status().ToString());
   size_t ready = 0;
   for (const auto& s : (*models)->Index()) {
@@ -124,15 +156,17 @@ int main(int argc, char** argv) {
     }
   }
 
-  GrpcFrontend frontend(models->get(), {options->explicit_model_control});
+  GrpcFrontend frontend(models->get(), {options->explicit_model_control, *tokens});
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   std::string address = options->grpc_address + ":" + std::to_string(options->grpc_port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(address, GrpcServerCredentials(tls.get()), &port);
   builder.RegisterService(&frontend);
   builder.SetMaxReceiveMessageSize(options->max_message_bytes);
   builder.SetMaxSendMessageSize(options->max_message_bytes);
+  // Per HTTP/2 connection; grpc 1.51 has no bound on the number of connections.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options->grpc_max_concurrent_streams);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) return Fail("cannot listen on " + address);
   auto* health = server->GetHealthCheckService();
@@ -142,7 +176,8 @@ int main(int argc, char** argv) {
   if (options->http) {
     auto started = HttpFrontend::Start(
         models->get(), {options->http_address, options->http_port, 2, options->explicit_model_control,
-                        {static_cast<uint64_t>(options->max_message_bytes), std::chrono::seconds(30)}});
+                        {static_cast<uint64_t>(options->max_message_bytes), std::chrono::seconds(30)},
+                        *tokens, options->http_max_connections, tls});
     if (!started.ok()) return Fail(started.status().ToString());
     http = std::move(*started);
     printf("manypy-server: HTTP listening on %s:%d\n", options->http_address.c_str(), http->port());

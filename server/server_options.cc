@@ -120,6 +120,21 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
       return InvalidArgument("--access-log needs a fraction in [0, 1], got '" + value + "'");
     }
   } else if (flag == "cache-dir") o->cache_dir = value;
+  else if (flag == "auth-token-file") o->auth_token_file = value;
+  else if (flag == "management-token-file") o->management_token_file = value;
+  else if (flag == "tls-cert") o->tls_cert_file = value;
+  else if (flag == "tls-key") o->tls_key_file = value;
+  else if (flag == "tls-client-ca") o->tls_client_ca_file = value;
+  else if (flag == "max-archive-size") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1024, int64_t{1} << 50, &n));
+    o->max_archive_bytes = n;
+  } else if (flag == "http-max-connections") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
+    o->http_max_connections = static_cast<int>(n);
+  } else if (flag == "grpc-max-concurrent-streams") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
+    o->grpc_max_concurrent_streams = static_cast<int>(n);
+  }
   else if (flag == "config") return ApplyConfigFile(value, o);
   else return InvalidArgument("unknown flag --" + flag + " (see --help)");
   return Status::Ok();
@@ -148,8 +163,9 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              explicit: load only --load-model models, then on
                              RepositoryModelLoad / RepositoryModelUnload requests
   --load-model=NAME          a model to load at start (repeatable; explicit mode)
-  --max-message-size=BYTES   largest gRPC message sent or received (default 64 MiB);
-                             larger requests fail with RESOURCE_EXHAUSTED
+  --max-message-size=BYTES   largest gRPC message sent or received and largest
+                             HTTP request body (default 64 MiB); larger requests
+                             fail with RESOURCE_EXHAUSTED / HTTP 413
   --grace-period=SECONDS     on SIGTERM/SIGINT, how long queued and running
                              requests may finish (default 30); then the process
                              exits anyway (status 1 if it abandoned stuck calls)
@@ -176,9 +192,37 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              id, outcome, total/queue/compute milliseconds
   --metrics-port=PORT        Prometheus metrics on http://ADDR:PORT/metrics
                              (default 8002; 0 picks a free port, logged)
-  --metrics-address=ADDR     address of the metrics endpoint (default 0.0.0.0)
+  --metrics-address=ADDR     address of the metrics endpoint (default 0.0.0.0);
+                             it needs no token: bind it to 127.0.0.1 or an
+                             internal address to keep it private
   --no-metrics               no metrics endpoint
   --cache-dir=DIR            where prepared interpreter libraries are cached
+
+Security (SECURITY.md):
+  --auth-token-file=FILE     every call but the health probes (gRPC ServerLive,
+                             ServerReady, grpc.health.v1; HTTP /v2/health/*)
+                             needs 'authorization: Bearer <token>' with the token
+                             in FILE (one token; surrounding whitespace trimmed).
+                             Missing or wrong: UNAUTHENTICATED / HTTP 401
+  --management-token-file=FILE
+                             the repository API (RepositoryIndex, Load, Unload;
+                             /v2/repository/...) needs this token instead; the
+                             inference token gets PERMISSION_DENIED / HTTP 403.
+                             It is accepted on every other call too
+  --tls-cert=FILE            serve gRPC and HTTP over TLS only (1.2 or newer)
+                             with this PEM certificate chain; needs --tls-key
+  --tls-key=FILE             the certificate's PEM private key (unencrypted)
+  --tls-client-ca=FILE       also require client certificates signed by a CA in
+                             this PEM file (mutual TLS). The metrics endpoint
+                             stays plain HTTP: see --metrics-address
+  --max-archive-size=BYTES   archives larger on disk are refused at load
+                             (default 32 GiB)
+  --http-max-connections=N   open HTTP connections (default 1024); a connection
+                             over the limit is closed at once without a reply
+  --grpc-max-concurrent-streams=N
+                             concurrent calls per gRPC connection (HTTP/2
+                             streams; default 1024); more wait in the client
+                             until one ends. Request sizes: --max-message-size
   --config=FILE              read flags from FILE, one flag=value per line
   --help                     this text
 )";

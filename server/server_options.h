@@ -30,6 +30,19 @@ struct ServerOptions {
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 8002;  ///< GET /metrics; 0 picks a free port
   std::string cache_dir;
+  /// Bearer tokens (SECURITY.md): empty paths, none. The management token, when
+  /// set, is the only one the repository API accepts.
+  std::string auth_token_file;
+  std::string management_token_file;
+  /// TLS (PEM files): with a certificate and key, gRPC and HTTP serve TLS only;
+  /// with a client CA too, clients must present a certificate it signed.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  /// Limits on what clients (and the repository) can make the server hold.
+  int64_t max_archive_bytes = int64_t{32} << 30;  ///< an archive's file size
+  int http_max_connections = 1024;                ///< open HTTP connections; more are closed
+  int grpc_max_concurrent_streams = 1024;         ///< per HTTP/2 connection; more wait
   /// Queue, execution-limit and warm-up defaults and per-model overrides.
   ServingDefaults serving;
 };

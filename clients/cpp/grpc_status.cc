@@ -37,9 +37,9 @@ Status FromGrpcStatus(const grpc::Status& s) {
     case grpc::StatusCode::NOT_FOUND: code = StatusCode::kNotFound; break;
     case grpc::StatusCode::ALREADY_EXISTS: code = StatusCode::kAlreadyExists; break;
     case grpc::StatusCode::RESOURCE_EXHAUSTED: code = StatusCode::kResourceExhausted; break;
+    case grpc::StatusCode::PERMISSION_DENIED: code = StatusCode::kPermissionDenied; break;
+    case grpc::StatusCode::UNAUTHENTICATED: code = StatusCode::kUnauthenticated; break;
     case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::UNIMPLEMENTED: code = StatusCode::kFailedPrecondition; break;
     // Both are worth retrying, as UNAVAILABLE is.
     case grpc::StatusCode::CANCELLED:

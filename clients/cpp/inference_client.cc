@@ -18,7 +18,17 @@ StatusOr<std::unique_ptr<InferenceClient>> InferenceClient::Create(const std::st
   args.SetMaxReceiveMessageSize(options.max_message_size);
   args.SetMaxSendMessageSize(options.max_message_size);
   if (options.dedicated_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (options.tls.on()) {
+    auto pem = ReadTlsFiles(options.tls);
+    if (!pem.ok()) return pem.status();
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pem->ca;  // empty: gRPC's default roots
+    ssl.pem_private_key = pem->key;
+    ssl.pem_cert_chain = pem->cert;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  auto channel = grpc::CreateCustomChannel(address, credentials, args);
   if (!channel) return Internal("could not create a channel to " + address);
   return std::unique_ptr<InferenceClient>(new InferenceClient(address, options, std::move(channel)));
 }

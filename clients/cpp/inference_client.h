@@ -9,6 +9,7 @@
 
 #include "clients/cpp/infer_input.h"
 #include "clients/cpp/infer_result.h"
+#include "clients/cpp/tls_options.h"
 #include "common/status.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "proto/health.grpc.pb.h"
@@ -41,9 +42,13 @@ class InferenceClient {
     /// connection among the channels to an address with the same arguments,
     /// so N clients would look like one to a server (and to SO_REUSEPORT).
     bool dedicated_connection = false;
+    /// TLS to the server (verified with tls.ca_file); plain text by default.
+    TlsOptions tls;
   };
 
-  /// Connects lazily to `address` ("host:port"); fails only on bad arguments.
+  /// Connects lazily to `address` ("host:port"); fails only on bad arguments
+  /// (unreadable TLS files included). With TLS, the server's certificate must
+  /// name the host of `address`.
   static StatusOr<std::unique_ptr<InferenceClient>> Create(const std::string& address,
                                                            Options options);
   static StatusOr<std::unique_ptr<InferenceClient>> Create(const std::string& address) {

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/http.hpp>
 
 namespace manypy::perf {
@@ -38,28 +39,52 @@ StatusOr<Message> Parse(const std::string& json) {
   return m;
 }
 
+// One request written and its reply read, on a plain or a TLS stream.
+template <typename Stream>
+void Exchange(Stream& stream, const http::request<http::string_body>& req, boost::beast::flat_buffer& buffer,
+              http::response_parser<http::string_body>& parser, boost::system::error_code& ec) {
+  http::write(stream, req, ec);
+  if (!ec) http::read(stream, buffer, parser, ec);
+}
+
 }  // namespace
 
-HttpSender::HttpSender(std::string url, int timeout_ms)
+HttpSender::HttpSender(std::string url, int timeout_ms, std::shared_ptr<net::ssl::context> tls)
     : host_(url.substr(0, url.rfind(':'))),
-      port_(url.rfind(':') == std::string::npos ? "80" : url.substr(url.rfind(':') + 1)),
-      timeout_ms_(timeout_ms) {}
+      port_(url.rfind(':') == std::string::npos ? (tls ? "443" : "80") : url.substr(url.rfind(':') + 1)),
+      timeout_ms_(timeout_ms),
+      tls_(std::move(tls)) {}
 
 Status HttpSender::Connect() {
   boost::system::error_code ec;
   net::ip::tcp::resolver resolver(io_);
   auto endpoints = resolver.resolve(host_, port_, ec);
   if (ec) return Unavailable("cannot resolve " + host_ + ": " + ec.message());
-  socket_ = std::make_unique<net::ip::tcp::socket>(io_);
-  net::connect(*socket_, endpoints, ec);
+  auto socket = std::make_unique<net::ip::tcp::socket>(io_);
+  net::connect(*socket, endpoints, ec);
   if (ec) return Unavailable("cannot connect to " + host_ + ":" + port_ + ": " + ec.message());
-  socket_->set_option(net::ip::tcp::no_delay(true));
-  // Synchronous reads and writes give up after the request timeout.
+  socket->set_option(net::ip::tcp::no_delay(true));
+  // Synchronous reads and writes (the TLS handshake too) give up after the request timeout.
   timeval tv{timeout_ms_ / 1000, (timeout_ms_ % 1000) * 1000};
-  setsockopt(socket_->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(socket_->native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  setsockopt(socket->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  setsockopt(socket->native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   buffer_.clear();
+  if (tls_ == nullptr) {
+    socket_ = std::move(socket);
+    return Status::Ok();
+  }
+  auto stream = std::make_unique<net::ssl::stream<net::ip::tcp::socket>>(std::move(*socket), *tls_);
+  SSL_set_tlsext_host_name(stream->native_handle(), host_.c_str());  // SNI
+  stream->set_verify_callback(net::ssl::host_name_verification(host_));
+  stream->handshake(net::ssl::stream_base::client, ec);
+  if (ec) return Unavailable("TLS handshake with " + host_ + ":" + port_ + " failed: " + ec.message());
+  tls_stream_ = std::move(stream);
   return Status::Ok();
+}
+
+void HttpSender::Disconnect() {
+  socket_.reset();
+  tls_stream_.reset();  // no close_notify: the server reads a truncated stream and closes too
 }
 
 StatusOr<std::pair<int, std::string>> HttpSender::Send(const char* method, const std::string& target,
@@ -72,18 +97,21 @@ StatusOr<std::pair<int, std::string>> HttpSender::Send(const char* method, const
   req.body() = body;
   req.prepare_payload();
   for (int attempt = 0; attempt < 2; ++attempt) {  // once more after a closed keep-alive connection
-    if (socket_ == nullptr) MANYPY_RETURN_IF_ERROR(Connect());
+    if (!connected()) MANYPY_RETURN_IF_ERROR(Connect());
     boost::system::error_code ec;
-    http::write(*socket_, req, ec);
     http::response_parser<http::string_body> parser;
     parser.body_limit(1ull << 31);
-    if (!ec) http::read(*socket_, buffer_, parser, ec);
+    if (tls_stream_ != nullptr) {
+      Exchange(*tls_stream_, req, buffer_, parser, ec);
+    } else {
+      Exchange(*socket_, req, buffer_, parser, ec);
+    }
     if (!ec) {
       auto& res = parser.get();
-      if (!res.keep_alive()) socket_.reset();
+      if (!res.keep_alive()) Disconnect();
       return std::make_pair(static_cast<int>(res.result_int()), std::move(res.body()));
     }
-    socket_.reset();
+    Disconnect();
     if (ec == net::error::would_block || ec == net::error::timed_out) {
       return Status(StatusCode::kDeadlineExceeded, "no reply within " + std::to_string(timeout_ms_) + " ms");
     }

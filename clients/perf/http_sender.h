@@ -1,9 +1,11 @@
 // HttpSender: manypy-perf's `-i http`: one synchronous keep-alive HTTP/1.1
-// connection (Boost.Beast) for metadata, config and binary-data inference.
+// connection (Boost.Beast), plain or TLS, for metadata, config and binary-data inference.
 // One per sender thread; not thread-safe.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
 #include <memory>
@@ -19,7 +21,9 @@ namespace manypy::perf {
 class HttpSender {
  public:
   /// `url` is HOST:PORT. Connects lazily (and again after a broken connection).
-  HttpSender(std::string url, int timeout_ms);
+  /// With `tls` (client_tls_context.h), over TLS, the server's certificate
+  /// checked against HOST.
+  HttpSender(std::string url, int timeout_ms, std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
 
   StatusOr<inference::ModelMetadataResponse> ModelMetadata(const std::string& model,
                                                            const std::string& version);
@@ -39,11 +43,15 @@ class HttpSender {
                                              const std::string& body,
                                              std::optional<size_t> json_length);
   Status Connect();
+  bool connected() const { return socket_ != nullptr || tls_stream_ != nullptr; }
+  void Disconnect();
 
   const std::string host_, port_;
   const int timeout_ms_;
   boost::asio::io_context io_;
-  std::unique_ptr<boost::asio::ip::tcp::socket> socket_;
+  const std::shared_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
+  std::unique_ptr<boost::asio::ip::tcp::socket> socket_;  // plain HTTP
+  std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket>> tls_stream_;  // HTTPS
   boost::beast::flat_buffer buffer_;
   std::string infer_target_, infer_body_;
   size_t infer_json_length_ = 0;

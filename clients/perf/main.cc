@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "clients/cpp/inference_client.h"
+#include "clients/perf/client_tls_context.h"
 #include "clients/perf/http_sender.h"
 #include "clients/perf/input_data.h"
 #include "clients/perf/load_runner.h"
@@ -32,12 +33,20 @@ int main(int argc, char** argv) {
   StatusOr<inference::ModelMetadataResponse> metadata = Internal("no metadata");
   StatusOr<inference::ModelConfigResponse> config = Internal("no config");
   std::unique_ptr<client::InferenceClient> grpc_client;
+  std::shared_ptr<boost::asio::ssl::context> http_tls;  // shared by every HTTP sender
+  if (options.protocol == "http" && options.tls.on()) {
+    auto made = perf::MakeClientTlsContext(options.tls);
+    if (!made.ok()) return Fail(made.status());
+    http_tls = std::move(*made);
+  }
   if (options.protocol == "http") {
-    perf::HttpSender probe(options.url, options.timeout_ms);
+    perf::HttpSender probe(options.url, options.timeout_ms, http_tls);
     metadata = probe.ModelMetadata(options.model, options.model_version);
     config = probe.ModelConfig(options.model, options.model_version);
   } else {
-    auto created = client::InferenceClient::Create(options.url);
+    client::InferenceClient::Options probe;
+    probe.tls = options.tls;
+    auto created = client::InferenceClient::Create(options.url, probe);
     if (!created.ok()) return Fail(created.status());
     grpc_client = std::move(*created);
     metadata = grpc_client->ModelMetadata(options.model, options.model_version);
@@ -53,7 +62,7 @@ int main(int argc, char** argv) {
   perf::SenderFactory senders;
   if (options.protocol == "http") {
     senders = [&]() -> perf::Sender {
-      auto sender = std::make_shared<perf::HttpSender>(options.url, options.timeout_ms);
+      auto sender = std::make_shared<perf::HttpSender>(options.url, options.timeout_ms, http_tls);
       sender->SetInferRequest(options.model, options.model_version, inputs);
       return [sender] { return sender->Infer(); };
     };
@@ -66,6 +75,7 @@ int main(int argc, char** argv) {
     senders = [&, infer]() -> perf::Sender {
       client::InferenceClient::Options own;
       own.dedicated_connection = true;
+      own.tls = options.tls;
       auto created = client::InferenceClient::Create(options.url, own);
       std::shared_ptr<client::InferenceClient> stream(created.ok() ? std::move(*created) : nullptr);
       if (stream == nullptr) {

@@ -39,7 +39,9 @@ Usage: manypy-perf -m MODEL [-u HOST:PORT] [options]
 
   -m, --model NAME           model to load (required)
   -x, --model-version V      model version (default: the server's choice)
-  -u, --url HOST:PORT        server address (default localhost:8001; -i http: localhost:8000)
+  -u, --url HOST:PORT        server address (default localhost:8001; -i http: localhost:8000);
+                             https://HOST:PORT: over TLS, verified with the system's CAs
+                             unless --tls-ca is given (either protocol)
   -i, --protocol P           grpc (default) or http: KServe v2 REST, inputs and outputs as
                              binary data; either way one connection per sender thread
   --concurrency LIST         closed loop: comma-separated levels, e.g. 1,4,16,64 (default 1);
@@ -60,6 +62,9 @@ Usage: manypy-perf -m MODEL [-u HOST:PORT] [options]
   --timeout-ms N             deadline of each request (default 30000)
   --csv PATH                 write the CSV table to PATH (default: stdout)
   --json PATH                also write one JSON record per step to PATH
+  --tls-ca FILE              TLS: PEM CA certificates that verify the server (either protocol)
+  --tls-cert FILE            TLS: PEM client certificate for servers that require one
+  --tls-key FILE             TLS: the client certificate's PEM private key
   -h, --help                 this text
 
 Random inputs follow ModelMetadata: variable dimensions become 1, the batch dimension
@@ -95,6 +100,12 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     else if (flag == "-u" || flag == "--url") {
       o.url = value;
       url_given = true;
+      if (o.url.rfind("https://", 0) == 0) {
+        o.tls.enabled = true;
+        o.url = o.url.substr(8);
+      } else if (o.url.rfind("http://", 0) == 0) {
+        o.url = o.url.substr(7);
+      }
     } else if (flag == "-i" || flag == "--protocol") {
       if (value != "grpc" && value != "http") return InvalidArgument("--protocol is grpc or http");
       o.protocol = value;
@@ -127,6 +138,9 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     else if (flag == "-b" || flag == "--batch-size") s = Number(flag, value, &o.batch_size);
     else if (flag == "--timeout-ms") s = Number(flag, value, &o.timeout_ms);
     else if (flag == "--string-length") s = Number(flag, value, &o.string_length);
+    else if (flag == "--tls-ca") o.tls.ca_file = value;
+    else if (flag == "--tls-cert") o.tls.cert_file = value;
+    else if (flag == "--tls-key") o.tls.key_file = value;
     else if (flag == "--csv") o.csv_path = value;
     else if (flag == "--json") o.json_path = value;
     else if (flag == "--input") {
@@ -140,6 +154,9 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   }
   if (o.help) return o;
   if (o.protocol == "http" && !url_given) o.url = "localhost:8000";
+  if (o.tls.cert_file.empty() != o.tls.key_file.empty()) {
+    return InvalidArgument("--tls-cert and --tls-key go together");
+  }
   if (o.model.empty()) return InvalidArgument("-m MODEL is required (see --help)");
   if (o.concurrency.empty()) return InvalidArgument("--concurrency needs at least one level");
   if (o.window_seconds <= 0) return InvalidArgument("--window-seconds must be > 0");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "clients/cpp/tls_options.h"
 #include "common/status.h"
 
 namespace manypy::perf {
@@ -31,6 +32,7 @@ struct PerfOptions {
   std::map<std::string, std::string> input_files;  // input name -> raw file
   std::string csv_path;      // empty: stdout
   std::string json_path;     // empty: none
+  client::TlsOptions tls;    // --tls-ca/--tls-cert/--tls-key or an https:// URL; plain by default
   bool help = false;
 };
 

@@ -2,9 +2,11 @@
 
 #include <thread>
 
+#include "server/grpc/grpc_auth.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/grpc_stream.h"
 #include "server/grpc/protocol_metadata.h"
+#include "server/models/load_request.h"
 #include "server/models/wire_infer.h"
 
 namespace manypy {
@@ -42,12 +44,14 @@ GrpcFrontend::Reactor* GrpcFrontend::ServerReady(Ctx* ctx, const inference::Serv
 
 GrpcFrontend::Reactor* GrpcFrontend::ModelReady(Ctx* ctx, const inference::ModelReadyRequest* request,
                                                 inference::ModelReadyResponse* response) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
   response->set_ready(models_->Get(request->name(), request->version()).ok());
   return Done(ctx, grpc::Status::OK);
 }
 
 GrpcFrontend::Reactor* GrpcFrontend::ServerMetadata(Ctx* ctx, const inference::ServerMetadataRequest*,
                                                     inference::ServerMetadataResponse* response) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
   FillServerMetadata(response);
   return Done(ctx, grpc::Status::OK);
 }
@@ -55,6 +59,7 @@ GrpcFrontend::Reactor* GrpcFrontend::ServerMetadata(Ctx* ctx, const inference::S
 GrpcFrontend::Reactor* GrpcFrontend::ModelMetadata(Ctx* ctx,
                                                    const inference::ModelMetadataRequest* request,
                                                    inference::ModelMetadataResponse* response) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
   auto model = models_->Get(request->name(), request->version());
   if (!model.ok()) return Done(ctx, model.status());
   FillModelMetadata(**model, *models_, response);
@@ -63,6 +68,7 @@ GrpcFrontend::Reactor* GrpcFrontend::ModelMetadata(Ctx* ctx,
 
 GrpcFrontend::Reactor* GrpcFrontend::ModelConfig(Ctx* ctx, const inference::ModelConfigRequest* request,
                                                  inference::ModelConfigResponse* response) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
   auto model = models_->Get(request->name(), request->version());
   if (!model.ok()) return Done(ctx, model.status());
   FillModelConfig(**model, response);
@@ -72,6 +78,7 @@ GrpcFrontend::Reactor* GrpcFrontend::ModelConfig(Ctx* ctx, const inference::Mode
 GrpcFrontend::Reactor* GrpcFrontend::ModelStatistics(
     Ctx* ctx, const inference::ModelStatisticsRequest* request,
     inference::ModelStatisticsResponse* response) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
   if (!request->name().empty()) {
     auto model = models_->Get(request->name(), request->version());
     if (!model.ok()) return Done(ctx, model.status());
@@ -85,15 +92,21 @@ GrpcFrontend::Reactor* GrpcFrontend::ModelStatistics(
 GrpcFrontend::Reactor* GrpcFrontend::RepositoryIndex(Ctx* ctx,
                                                      const inference::RepositoryIndexRequest* request,
                                                      inference::RepositoryIndexResponse* response) {
+  if (Status denied = Authorize(ctx, AccessScope::kManagement); !denied.ok()) return Done(ctx, denied);
   FillRepositoryIndex(*models_, request->ready(), response);
   return Done(ctx, grpc::Status::OK);
+}
+
+Status GrpcFrontend::Authorize(const Ctx* ctx, AccessScope scope) const {
+  return AuthorizeCall(options_.tokens, *ctx, scope);
 }
 
 GrpcFrontend::Reactor* GrpcFrontend::ChangeRepository(Ctx* ctx, const char* verb,
                                                       std::function<Status()> change) {
   if (!options_.explicit_model_control) {
-    return Done(ctx, FailedPrecondition(std::string(verb) +
-                                        " models on request needs --model-control-mode=explicit"));
+    // UNAVAILABLE, as Triton answers outside its explicit model control mode.
+    return Done(ctx, Unavailable(std::string(verb) +
+                                 " models on request is off: it needs --model-control-mode=explicit"));
   }
   auto* reactor = ctx->DefaultReactor();
   // Loading runs Python in every interpreter for seconds: not on a gRPC thread.
@@ -106,6 +119,10 @@ GrpcFrontend::Reactor* GrpcFrontend::ChangeRepository(Ctx* ctx, const char* verb
 GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelLoad(
     Ctx* ctx, const inference::RepositoryModelLoadRequest* request,
     inference::RepositoryModelLoadResponse*) {
+  if (Status denied = Authorize(ctx, AccessScope::kManagement); !denied.ok()) return Done(ctx, denied);
+  std::vector<std::string> parameters;
+  for (const auto& p : request->parameters()) parameters.push_back(p.first);
+  if (Status refused = CheckLoadParameters(parameters); !refused.ok()) return Done(ctx, refused);
   std::string name = request->model_name();
   return ChangeRepository(ctx, "loading", [this, name] { return models_->Load(name); });
 }
@@ -113,6 +130,7 @@ GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelLoad(
 GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelUnload(
     Ctx* ctx, const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse*) {
+  if (Status denied = Authorize(ctx, AccessScope::kManagement); !denied.ok()) return Done(ctx, denied);
   std::string name = request->model_name();
   return ChangeRepository(ctx, "unloading", [this, name] { return models_->Unload(name); });
 }
@@ -128,6 +146,7 @@ void InferFromWire(ModelManager* models, grpc::CallbackServerContext* ctx,
 
 GrpcFrontend::Reactor* GrpcFrontend::ModelInfer(Ctx* ctx, const inference::ModelInferRequest* request,
                                                 inference::ModelInferResponse* response) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
   auto* reactor = ctx->DefaultReactor();
   InferFromWire(models_, ctx, request, response,
                 [reactor](const Status& status) { reactor->Finish(ToGrpcStatus(status)); });
@@ -136,6 +155,9 @@ GrpcFrontend::Reactor* GrpcFrontend::ModelInfer(Ctx* ctx, const inference::Model
 
 grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
 GrpcFrontend::ModelStreamInfer(Ctx* ctx) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) {
+    return new RefusedStreamReactor(ToGrpcStatus(denied));
+  }
   return new StreamInferReactor(ctx, models_);
 }
 

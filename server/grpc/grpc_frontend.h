@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "proto/grpc_service.grpc.pb.h"
+#include "server/auth/access_tokens.h"
 #include "server/models/model_manager.h"
 
 namespace manypy {
@@ -16,6 +17,7 @@ class GrpcFrontend final : public inference::GRPCInferenceService::CallbackServi
  public:
   struct Options {
     bool explicit_model_control = false;
+    AccessTokens tokens;  ///< none: every call is open
   };
   GrpcFrontend(ModelManager* models, Options options) : models_(models), options_(options) {}
 
@@ -47,6 +49,8 @@ class GrpcFrontend final : public inference::GRPCInferenceService::CallbackServi
  private:
   /// Runs a load or unload off the gRPC threads (explicit control mode only).
   Reactor* ChangeRepository(Ctx* ctx, const char* verb, std::function<Status()> change);
+  /// The call's bearer token checked for `scope` (OK when no tokens are set).
+  Status Authorize(const Ctx* ctx, AccessScope scope) const;
 
   ModelManager* const models_;
   const Options options_;

@@ -14,6 +14,8 @@ grpc::Status ToGrpcStatus(const Status& status) {
     case StatusCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
     case StatusCode::kDeadlineExceeded: code = grpc::StatusCode::DEADLINE_EXCEEDED; break;
     case StatusCode::kInternal: code = grpc::StatusCode::INTERNAL; break;
+    case StatusCode::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
+    case StatusCode::kPermissionDenied: code = grpc::StatusCode::PERMISSION_DENIED; break;
   }
   return grpc::Status(code, status.message());
 }

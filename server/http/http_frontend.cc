@@ -3,6 +3,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "server/http/http_tls.h"
 
 #include "server/log.h"
 
@@ -15,11 +18,13 @@ struct HttpFrontend::Io {
   explicit Io(int threads) : context(threads), acceptor(net::make_strand(context)) {}
   net::io_context context;
   tcp::acceptor acceptor;
+  std::unique_ptr<net::ssl::context> tls;  // null: plain HTTP
 };
 
 HttpFrontend::HttpFrontend(ModelManager* models, Options options)
     : options_(std::move(options)),
-      router_(models, {options_.explicit_model_control}),
+      router_(models, {options_.explicit_model_control, options_.tokens}),
+      connections_(options_.max_connections),
       io_(std::make_unique<Io>(std::max(1, options_.io_threads))) {}
 
 StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ModelManager* models, Options options) {
@@ -28,6 +33,11 @@ StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ModelManager* models
   auto address = net::ip::make_address(f->options_.address, ec);
   if (ec) return InvalidArgument("bad HTTP address '" + f->options_.address + "': " + ec.message());
   tcp::endpoint endpoint(address, static_cast<unsigned short>(f->options_.port));
+  if (f->options_.tls != nullptr) {
+    auto tls = MakeHttpTlsContext(*f->options_.tls);
+    if (!tls.ok()) return tls.status();
+    f->io_->tls = std::move(*tls);
+  }
   auto& acceptor = f->io_->acceptor;
   std::string where = f->options_.address + ":" + std::to_string(f->options_.port);
   if (acceptor.open(endpoint.protocol(), ec); ec) return Unavailable("HTTP: cannot open " + where);
@@ -52,13 +62,46 @@ void HttpFrontend::Accept() {
                                                                    tcp::socket socket) {
     if (ec == net::error::operation_aborted || !io_->acceptor.is_open()) return;
     if (!ec) {
+      std::shared_ptr<void> slot = connections_.TryAcquire();
+      if (slot == nullptr) {
+        RefuseConnection(std::move(socket));
+        return Accept();
+      }
       socket.set_option(tcp::no_delay(true), ec);
-      std::make_shared<HttpSession>(std::move(socket), &router_, options_.limits, in_flight_)->Start();
+      if (io_->tls != nullptr) {
+        StartSession(std::make_shared<HttpsSession>(
+                         boost::beast::ssl_stream<boost::beast::tcp_stream>(std::move(socket), *io_->tls),
+                         &router_, options_.limits, in_flight_),
+                     std::move(slot));
+      } else {
+        StartSession(std::make_shared<HttpSession>(boost::beast::tcp_stream(std::move(socket)), &router_,
+                                                   options_.limits, in_flight_),
+                     std::move(slot));
+      }
     } else {
       Log(LogLevel::kWarning, "HTTP accept: " + ec.message());
     }
     Accept();
   });
+}
+
+template <typename Session>
+void HttpFrontend::StartSession(std::shared_ptr<Session> session, std::shared_ptr<void> slot) {
+  session->HoldWhileOpen(std::move(slot));
+  session->Start();
+}
+
+void HttpFrontend::RefuseConnection(tcp::socket socket) {
+  // Closed before anything is read or written: no reply, since the bytes a reply
+  // needs (plain or TLS) would be work done for a client over the limit.
+  if (!refused_logged_.exchange(true)) {
+    Log(LogLevel::kWarning, "HTTP: " + std::to_string(connections_.max()) +
+                                " connections are open (--http-max-connections); closing new ones "
+                                "until some end (logged once)");
+  }
+  boost::system::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_both, ignored);  // the client reads end-of-stream
+  socket.close(ignored);
 }
 
 void HttpFrontend::Stop(std::chrono::milliseconds wait) {

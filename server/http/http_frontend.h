@@ -1,6 +1,6 @@
-// HttpFrontend: KServe v2 REST (with Triton's binary-data extension) on one port:
-// an acceptor, a few I/O threads, a strand per connection, HttpRouter into the
-// same request path as gRPC. Thread-safe; Start, then StartDraining, then Stop.
+// HttpFrontend: KServe v2 REST (with Triton's binary-data extension) on one port,
+// plain or TLS: an acceptor, a few I/O threads, a strand per connection, HttpRouter
+// into the same request path as gRPC. Thread-safe; Start, then StartDraining, then Stop.
 #pragma once
 
 #include <atomic>
@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "common/status.h"
+#include "server/http/connection_limiter.h"
 #include "server/http/http_router.h"
 #include "server/http/http_session.h"
+#include "server/tls/tls_credentials.h"
 
 namespace boost::asio {
 class io_context;
@@ -27,9 +29,13 @@ class HttpFrontend {
     int io_threads = 2;
     bool explicit_model_control = false;
     HttpSessionLimits limits;
+    AccessTokens tokens;      ///< none: every route is open
+    int max_connections = 1024;  ///< open at once; one more is closed at once
+    std::shared_ptr<const TlsCredentials> tls;  ///< null: plain HTTP; else TLS only
   };
 
-  /// Listens and serves on its own threads. UNAVAILABLE when it cannot listen.
+  /// Listens and serves on its own threads. UNAVAILABLE when it cannot listen;
+  /// INVALID_ARGUMENT when OpenSSL refuses the TLS credentials.
   static StatusOr<std::unique_ptr<HttpFrontend>> Start(ModelManager* models, Options options);
   ~HttpFrontend();
 
@@ -46,14 +52,21 @@ class HttpFrontend {
   struct Io;
   HttpFrontend(ModelManager* models, Options options);
   void Accept();
+  /// Starts an accepted connection's session, holding its ConnectionLimiter slot.
+  template <typename Session>
+  static void StartSession(std::shared_ptr<Session> session, std::shared_ptr<void> slot);
+  /// Closes a connection accepted over Options::max_connections.
+  void RefuseConnection(boost::asio::ip::tcp::socket socket);
 
   const Options options_;
   HttpRouter router_;
+  ConnectionLimiter connections_;
   std::unique_ptr<Io> io_;
   int port_ = 0;
   std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
   std::vector<std::thread> threads_;
   bool stopped_ = false;
+  std::atomic<bool> refused_logged_{false};
 };
 
 }  // namespace manypy

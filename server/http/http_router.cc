@@ -10,6 +10,7 @@
 #include "server/http/http_status.h"
 #include "server/http/infer_codec.h"
 #include "server/http/proto_json.h"
+#include "server/models/load_request.h"
 #include "server/models/wire_infer.h"
 
 namespace manypy {
@@ -38,6 +39,21 @@ HttpResponse JsonBool(const char* key, bool value, int status = 200) {
   return {status, std::string("{\"") + key + "\":" + (value ? "true" : "false") + "}"};
 }
 
+/// A load request's body: empty, or a JSON object whose "parameters" (Triton's
+/// `config`, `file:<path>`) CheckLoadParameters refuses.
+Status CheckLoadBody(const std::string& body) {
+  if (body.empty()) return Status::Ok();
+  rapidjson::Document doc;
+  if (doc.Parse(body.data(), body.size()).HasParseError() || !doc.IsObject()) {
+    return InvalidArgument("the load request's body is not a JSON object");
+  }
+  if (!doc.HasMember("parameters")) return Status::Ok();
+  if (!doc["parameters"].IsObject()) return InvalidArgument("the load request's \"parameters\" is not an object");
+  std::vector<std::string> names;
+  for (const auto& m : doc["parameters"].GetObject()) names.emplace_back(m.name.GetString(), m.name.GetStringLength());
+  return CheckLoadParameters(names);
+}
+
 HttpResponse NoRoute(const HttpRequest& r) {
   return HttpRouter::Error(NotFound("no route for " + r.method + " " + r.target));
 }
@@ -51,7 +67,32 @@ HttpResponse HttpRouter::Error(const Status& status) {
   return {ToHttpStatus(status), JsonText(doc)};
 }
 
+AccessScope HttpRouter::ScopeOf(const HttpRequest& r) {
+  std::vector<std::string> p = SplitPath(r.target);
+  if (p.size() == 3 && p[0] == "v2" && p[1] == "health") return AccessScope::kOpen;
+  if (p.size() >= 2 && p[0] == "v2" && p[1] == "repository") return AccessScope::kManagement;
+  return AccessScope::kInference;  // unknown routes too: a 404 says nothing to a client without a token
+}
+
 void HttpRouter::Handle(HttpRequest r, std::function<void(HttpResponse)> respond) {
+  Status allowed = options_.tokens.Authorize(r.authorization, ScopeOf(r));
+  if (!allowed.ok()) {
+    HttpResponse refused = Error(allowed);
+    // RFC 6750: a 401 names the scheme; an invalid token says so.
+    if (allowed.code() == StatusCode::kUnauthenticated) {
+      refused.headers.emplace_back("WWW-Authenticate", r.authorization.empty()
+                                                           ? "Bearer realm=\"manypy\""
+                                                           : "Bearer realm=\"manypy\", error=\"invalid_token\"");
+    } else {
+      refused.headers.emplace_back("WWW-Authenticate",
+                                   "Bearer realm=\"manypy\", error=\"insufficient_scope\"");
+    }
+    return respond(std::move(refused));
+  }
+  Route(std::move(r), std::move(respond));
+}
+
+void HttpRouter::Route(HttpRequest r, std::function<void(HttpResponse)> respond) {
   std::vector<std::string> p = SplitPath(r.target);
   bool get = r.method == "GET", post = r.method == "POST";
   if (p.empty() || p[0] != "v2") return respond(NoRoute(r));
@@ -116,6 +157,7 @@ void HttpRouter::Handle(HttpRequest r, std::function<void(HttpResponse)> respond
   if (p.size() == 5 && p[1] == "repository" && p[2] == "models" && post) {
     std::string name = p[3];
     if (p[4] == "load") {
+      if (Status refused = CheckLoadBody(r.body); !refused.ok()) return respond(Error(refused));
       return ChangeRepository("loading", [this, name] { return models_->Load(name); }, std::move(respond));
     }
     if (p[4] == "unload") {
@@ -129,8 +171,9 @@ void HttpRouter::Handle(HttpRequest r, std::function<void(HttpResponse)> respond
 void HttpRouter::ChangeRepository(const char* verb, std::function<Status()> change,
                                   std::function<void(HttpResponse)> respond) {
   if (!options_.explicit_model_control) {
-    return respond(Error(FailedPrecondition(std::string(verb) +
-                                            " models on request needs --model-control-mode=explicit")));
+    // 503 (UNAVAILABLE), as Triton answers outside its explicit model control mode.
+    return respond(Error(Unavailable(std::string(verb) +
+                                     " models on request is off: it needs --model-control-mode=explicit")));
   }
   // Loading runs Python in every interpreter for seconds: not on an I/O thread.
   std::thread([change = std::move(change), respond = std::move(respond)] {
@@ -152,6 +195,7 @@ void HttpRouter::Infer(HttpRequest r, const std::string& model, const std::strin
   if (request->timeout_us > 0) {
     options.deadline = Clock::now() + std::chrono::microseconds(request->timeout_us);
   }
+  options.cancelled = std::move(r.cancelled);
   InferWire(models_, &request->wire, response.get(), std::move(options),
             // On a dispatcher worker (as gRPC's reply is): encoding is CPU work on
             // bytes in memory; `respond` posts the write to the connection's strand,

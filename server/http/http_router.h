@@ -7,8 +7,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
+#include "server/auth/access_tokens.h"
 #include "server/models/model_manager.h"
 
 namespace manypy {
@@ -18,6 +21,8 @@ struct HttpRequest {
   std::string target;  ///< "/v2/models/m/infer?x=y"
   std::string body;
   std::optional<size_t> inference_header_length;  ///< Inference-Header-Content-Length
+  std::string authorization;                      ///< the Authorization header; empty if none
+  std::function<bool()> cancelled;                ///< optional: the client closed the connection
 };
 
 struct HttpResponse {
@@ -28,6 +33,7 @@ struct HttpResponse {
   std::string body;
   std::string content_type = "application/json";
   std::optional<size_t> inference_header_length;
+  std::vector<std::pair<std::string, std::string>> headers;  ///< more fields (WWW-Authenticate)
 
   HttpResponse WithStatus(int code) && {
     status = code;
@@ -39,22 +45,30 @@ class HttpRouter {
  public:
   struct Options {
     bool explicit_model_control = false;
+    AccessTokens tokens;  ///< none: every route is open
   };
-  HttpRouter(ModelManager* models, Options options) : models_(models), options_(options) {}
+  HttpRouter(ModelManager* models, Options options) : models_(models), options_(std::move(options)) {}
 
   /// After this, /v2/health/ready answers 503.
   void StartDraining() { draining_ = true; }
 
-  /// Answers `request` through `respond`, called exactly once: at once, or
-  /// later from a dispatcher worker or a repository thread.
+  /// Checks the request's bearer token for its route (401/403 with
+  /// WWW-Authenticate when refused), then answers `request` through `respond`,
+  /// called exactly once: at once, or later from a dispatcher worker or a
+  /// repository thread.
   void Handle(HttpRequest request, std::function<void(HttpResponse)> respond);
 
   /// `status`'s HTTP code with the body {"error": message}.
   static HttpResponse Error(const Status& status);
+  /// The token `request` needs: none for /v2/health/*, the management token's
+  /// scope for /v2/repository/*, the inference scope for everything else.
+  static AccessScope ScopeOf(const HttpRequest& request);
 
  private:
   void Infer(HttpRequest request, const std::string& model, const std::string& version,
              std::function<void(HttpResponse)> respond);
+  /// Handle's routing, once the request's token has been accepted.
+  void Route(HttpRequest request, std::function<void(HttpResponse)> respond);
   void ChangeRepository(const char* verb, std::function<Status()> change,
                         std::function<void(HttpResponse)> respond);
 

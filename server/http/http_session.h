@@ -1,11 +1,13 @@
-// HttpSession: one keep-alive HTTP/1.1 connection (Boost.Beast), one request at
-// a time; all its I/O runs on its strand (replies from other threads are posted
-// there). Bodies over the limit get 413; a client stalled past the timeout is cut off.
+// HttpSession / HttpsSession: one keep-alive HTTP/1.1 connection (Boost.Beast),
+// plain or TLS, one request at a time; all its I/O runs on its strand (replies from
+// other threads are posted there). Bodies over the limit get 413; a client stalled
+// past the timeout (TLS handshake included) is cut off.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -21,31 +23,46 @@ struct HttpSessionLimits {
   std::chrono::seconds read_timeout{30};
 };
 
-class HttpSession : public std::enable_shared_from_this<HttpSession> {
+/// `Stream` is boost::beast::tcp_stream (plain) or an ssl_stream over one (TLS:
+/// Start() shakes hands first). Defined for those two only (http_session.cc).
+template <typename Stream>
+class BasicHttpSession : public std::enable_shared_from_this<BasicHttpSession<Stream>> {
  public:
-  /// `in_flight` counts requests read and not yet answered (for shutdown).
-  HttpSession(boost::asio::ip::tcp::socket socket, HttpRouter* router, HttpSessionLimits limits,
-              std::shared_ptr<std::atomic<int>> in_flight)
-      : stream_(std::move(socket)), router_(router), limits_(limits), in_flight_(std::move(in_flight)) {}
+  /// `stream` is connected (for TLS, not yet shaken hands); `in_flight` counts
+  /// requests read and not yet answered (for shutdown).
+  BasicHttpSession(Stream stream, HttpRouter* router, HttpSessionLimits limits,
+                   std::shared_ptr<std::atomic<int>> in_flight)
+      : stream_(std::move(stream)), router_(router), limits_(limits), in_flight_(std::move(in_flight)) {}
 
   void Start();
+  /// Keeps `slot` (a ConnectionLimiter slot) until the connection ends.
+  void HoldWhileOpen(std::shared_ptr<void> slot) { slot_ = std::move(slot); }
 
  private:
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
+  void OnHandshake(boost::beast::error_code ec);
   void Read();
   void OnRead(boost::beast::error_code ec, size_t bytes);
+  /// While a request waits for its answer, notices the client closing the
+  /// connection and sets `gone` (the request's cancelled() then says so, and a
+  /// request still queued is dropped instead of run).
+  void WatchForDisconnect(std::shared_ptr<std::atomic<bool>> gone);
   void Reply(HttpResponse response, bool keep_alive, unsigned version);
   void OnWrite(bool close, boost::beast::error_code ec, size_t bytes);
   void Close();
 
-  boost::beast::tcp_stream stream_;
+  Stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<Response> response_;  // the write in flight
   HttpRouter* const router_;
   const HttpSessionLimits limits_;
   const std::shared_ptr<std::atomic<int>> in_flight_;
+  std::shared_ptr<void> slot_;  // released with the session
 };
+
+using HttpSession = BasicHttpSession<boost::beast::tcp_stream>;
+using HttpsSession = BasicHttpSession<boost::beast::ssl_stream<boost::beast::tcp_stream>>;
 
 }  // namespace manypy

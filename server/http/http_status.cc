@@ -13,6 +13,8 @@ int ToHttpStatus(const Status& status) {
     case StatusCode::kUnavailable: return 503;
     case StatusCode::kDeadlineExceeded: return 504;
     case StatusCode::kInternal: return 500;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
   }
   return 500;
 }

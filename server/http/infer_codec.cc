@@ -70,7 +70,9 @@ Status DecodeInput(const Value& in, int index, std::string_view binary, size_t* 
   for (const auto& d : shape->GetArray()) {
     if (!d.IsInt64()) return InvalidArgument(what + ": 'shape' must be an array of integers");
     t->add_shape(d.GetInt64());
-    numel = d.GetInt64() < 0 ? -1 : numel * d.GetInt64();
+    // -1: no count to check here (a negative or overflowing shape, which Prepare refuses).
+    if (d.GetInt64() < 0 || (d.GetInt64() > 0 && numel > INT64_MAX / d.GetInt64())) numel = -1;
+    else if (numel >= 0) numel *= d.GetInt64();
   }
   std::string* raw = wire->add_raw_input_contents();
   auto size = IntParameter(params, "binary_data_size", what);

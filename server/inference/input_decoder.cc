@@ -15,6 +15,9 @@ namespace {
 
 using inference::InferTensorContents;
 
+// The most lists an empty BYTES input may nest into (see DecodeBytes).
+constexpr int64_t kMaxEmptyBytesLists = int64_t{1} << 16;
+
 template <typename Wire, typename Source>
 Status PackValues(const std::string& what, const Source& values, std::string* raw) {
   raw->resize(values.size() * sizeof(Wire));
@@ -76,7 +79,8 @@ Status WidenUnsigned(const std::string& what, const std::string& raw, at::Tensor
 Status RawToTensor(const std::string& what, const DatatypeInfo& dt, const std::string& raw,
                    const std::vector<int64_t>& shape, int64_t numel, Value* out) {
   size_t element = dt.wire_size;
-  if (raw.size() != static_cast<size_t>(numel) * element) {
+  // Divided, not multiplied: numel * element can wrap to match a short buffer.
+  if (raw.size() % element != 0 || raw.size() / element != static_cast<size_t>(numel)) {
     return InvalidArgument(what + " has " + std::to_string(raw.size()) + " bytes of data, shape " +
                            ShapeString(shape) + " of " + dt.name + " needs " +
                            std::to_string(numel * element));
@@ -124,6 +128,21 @@ Status DecodeBytes(const std::string& what, const inference::InferTensorContents
     return InvalidArgument(what + " has " + std::to_string(items.size()) +
                            " BYTES elements, shape " + ShapeString(shape) + " needs " +
                            std::to_string(numel));
+  }
+  // An empty BYTES tensor is still nested lists down to its first zero dimension: bound
+  // them, or shape [1000000000000, 0] with no data asks for 10^12 lists (fuzz/infer_request/regressions/).
+  if (numel == 0) {
+    int64_t lists = 1;
+    for (int64_t d : shape) {
+      if (d == 0) break;
+      if (lists > kMaxEmptyBytesLists / d) {
+        return InvalidArgument(what + " has shape " + ShapeString(shape) +
+                               ": an empty BYTES tensor may have at most " +
+                               std::to_string(kMaxEmptyBytesLists) +
+                               " rows before its zero dimension");
+      }
+      lists *= d;
+    }
   }
   size_t next = 0;
   *out = NestBytes(items, shape, 0, &next);

@@ -167,12 +167,12 @@ Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
       }
     } else {
       if (outputs[k].kind() != Value::Kind::kTensor) {
-        return Internal(what + ": the model returned a " + std::string(KindName(outputs[k].kind())) +
-                        ", not a tensor");
+        return Internal(what + ": model '" + m.name + "' returned a " +
+                        std::string(KindName(outputs[k].kind())) + ", not a tensor");
       }
       const at::Tensor& t = outputs[k].to_tensor();
       shape.assign(t.sizes().begin(), t.sizes().end());
-      MANYPY_RETURN_IF_ERROR(TensorToRaw(what, *dt, t, &raw));
+      MANYPY_RETURN_IF_ERROR(TensorToRaw(what + " of model '" + m.name + "'", *dt, t, &raw));
       if (typed) RawToTyped(*dt, raw, out->mutable_contents());
     }
     int64_t numel;

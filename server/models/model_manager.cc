@@ -4,6 +4,7 @@
 #include "server/inference/inference_observer.h"
 #include "server/log.h"
 #include "server/models/archive_loader.h"
+#include "server/models/load_request.h"
 #include "server/models/warmup.h"
 
 namespace manypy {
@@ -62,6 +63,7 @@ StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(InterpreterPool* po
 }
 
 Status ModelManager::Load(const std::string& name) {
+  MANYPY_RETURN_IF_ERROR(CheckModelName(name));  // a name, never a path
   std::lock_guard<std::mutex> load_lock(load_mu_);
   auto entry = repository_.Latest(name);
   {
@@ -106,6 +108,7 @@ Status ModelManager::Load(const std::string& name) {
 }
 
 Status ModelManager::Unload(const std::string& name) {
+  MANYPY_RETURN_IF_ERROR(CheckModelName(name));
   std::lock_guard<std::mutex> load_lock(load_mu_);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = models_.find(name);

@@ -43,6 +43,7 @@ class ModelManager {
     bool explicit_control = false;            ///< false: load every model at start
     std::vector<std::string> startup_models;  ///< loaded at start in explicit mode
     ServingDefaults serving;                  ///< queue, execution and warm-up settings
+    ArchiveLimits archive_limits;             ///< archives over them are refused at load
     /// Turns one archive into what the dispatcher runs and fills `manifest`
     /// (validated). Called on the loading thread, never under the manager's
     /// locks. Empty: PackagedModel::Load into the pool. Tests inject fakes here.
@@ -65,6 +66,7 @@ class ModelManager {
   ~ModelManager();
 
   /// (Re)loads the newest version of `name` found in the repository.
+  /// INVALID_ARGUMENT for a name that is not a model name (a path, say).
   Status Load(const std::string& name);
   /// Stops serving `name`; in-flight requests finish on their handles.
   Status Unload(const std::string& name);
@@ -83,7 +85,7 @@ class ModelManager {
       : slots_(slots),
         dispatcher_(dispatcher),
         options_(std::move(options)),
-        repository_(options_.repository) {}
+        repository_(options_.repository, options_.archive_limits) {}
 
   struct Slot {
     ModelStatus status;

@@ -19,7 +19,7 @@ StatusOr<std::vector<RepositoryEntry>> ModelRepository::Scan() const {
     if (file.path().extension() != ".mpk" || !file.is_regular_file(ec)) continue;
     RepositoryEntry entry;
     entry.path = file.path().string();
-    auto archive = PackageArchive::Open(entry.path);
+    auto archive = PackageArchive::Open(entry.path, limits_);
     if (archive.ok()) {
       entry.name = (*archive)->manifest().name;
       entry.version = (*archive)->manifest().version;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "package_format/archive.h"
 
 namespace manypy {
 
@@ -20,7 +21,9 @@ struct RepositoryEntry {
 
 class ModelRepository {
  public:
-  explicit ModelRepository(std::string directory) : directory_(std::move(directory)) {}
+  /// Archives over `limits` (size on disk included) are listed with their error.
+  explicit ModelRepository(std::string directory, ArchiveLimits limits = {})
+      : directory_(std::move(directory)), limits_(limits) {}
 
   /// Every *.mpk file of the directory (not recursive), validated; sorted by
   /// name, then version. NOT_FOUND if the directory does not exist.
@@ -31,6 +34,7 @@ class ModelRepository {
 
  private:
   const std::string directory_;
+  const ArchiveLimits limits_;
 };
 
 }  // namespace manypy

@@ -62,11 +62,17 @@ StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(
                               "', but this server's libtorch was built without CUDA");
   }
   Value path(archive_path);
+  // Python reads the archive's code and pickles from the same sealed copy the
+  // weights live in, not from the path, which may be replaced or rewritten.
+  Value copy_path((*storages)->copy_path());
+  Value name(manifest.name);
   Value entry = EntryPointValue(manifest.entry_point);
   Value device(manifest.device);
   Value shared = StorageValues(**storages);
   ReplicatedObject model = pool->Replicate([=](InterpreterSession& s) {
-    return s.DefineModule(kRuntimeModule, kModelRuntimeSource).Attr("load").Call({path, entry, shared, device});
+    return s.DefineModule(kRuntimeModule, kModelRuntimeSource)
+        .Attr("load")
+        .Call({path, entry, shared, device, copy_path, name});
   });
   Value method(manifest.method);
   Value names = OutputNames(manifest);
@@ -102,6 +108,23 @@ StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(
       pool, std::move(archive), std::move(*storages), std::move(model), std::move(runner)));
 }
 
+PackagedModel::~PackagedModel() {
+  // A packaged model's modules, classes and functions form reference cycles
+  // (function -> module globals -> function), so dropping the last reference
+  // frees nothing until that interpreter's cyclic collector runs, which an idle
+  // interpreter may never do: each reload kept ~12 MiB resident until some
+  // later allocation happened to trigger a full collection (make soak).
+  { ReplicatedObject runner = std::move(runner_), model = std::move(model_); }
+  for (size_t i = 0; i < pool_->size(); ++i) {
+    try {
+      InterpreterSession session = pool_->AcquireAt(i);
+      session.Global("gc", "collect").Call();
+    } catch (const std::exception&) {  // a destructor must not throw
+      // Collection only returns memory sooner; the model is unloaded either way.
+    }
+  }
+}
+
 std::vector<Value> PackagedModel::Call(const std::vector<Value>& inputs) const {
   Value outputs = runner_.Call({Value::List(inputs)});
   return outputs.items();
@@ -126,7 +149,14 @@ StatusOr<std::vector<Value>> PackagedModel::RunReportingError(size_t slot,
     result = outputs.items();
   } catch (const PythonError& e) {
     *error_type = e.type();
-    result = Internal("model '" + manifest().name + "' raised " + e.what());
+    // sys.exit() in a model ends that call, not the server: SystemExit is
+    // an exception like any other until it reaches the top of a program,
+    // and a model's forward is never that.
+    const char* exit_note =
+        e.type() == "SystemExit"
+            ? " (the model called sys.exit; the server and this interpreter serve on)"
+            : "";
+    result = Internal("model '" + manifest().name + "' raised " + e.what() + exit_note);
   } catch (const std::exception& e) {
     result = Internal("model '" + manifest().name + "' failed: " + e.what());
   }

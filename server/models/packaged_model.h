@@ -31,6 +31,10 @@ class PackagedModel final : public Executable {
   static StatusOr<std::unique_ptr<PackagedModel>> Load(InterpreterPool* pool,
                                                       std::unique_ptr<PackageArchive> archive);
 
+  /// Drops the model in every interpreter, then runs each one's cyclic
+  /// garbage collector (takes every interpreter in turn; see the .cc for why).
+  ~PackagedModel() override;
+
   const Manifest& manifest() const { return archive_->manifest(); }
 
   /// Runs the model once on interpreter `slot`, interruptible through `hook`.

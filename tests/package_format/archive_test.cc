@@ -188,6 +188,19 @@ TEST_F(ArchiveTest, EnforcesSizeAndCountLimits) {
   ExpectRefused(path, "6 entries, more than the limit of 5", few);
 }
 
+TEST_F(ArchiveTest, RefusesAnArchiveFileOverTheSizeLimitBeforeReadingIt) {
+  const std::string bytes = ValidBytes();
+  const std::string path = Write("model.mpk", bytes);
+  PackageArchive::Limits small_file;
+  small_file.max_file_bytes = 1024;
+  ExpectRefused(path,
+                "the archive is " + std::to_string(bytes.size()) +
+                    " bytes, more than the limit of 1024 bytes",
+                small_file);
+  small_file.max_file_bytes = bytes.size();
+  EXPECT_TRUE(PackageArchive::Open(path, small_file).ok());
+}
+
 TEST_F(ArchiveTest, RefusesAZipBomb) {
   const std::string path = dir_.File("bomb.mpk");
   testing::WriteWithLibzip(path,

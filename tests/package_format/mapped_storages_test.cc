@@ -1,9 +1,12 @@
-// MappedStorages: zero-copy tensors over the archive's stored storages that keep the mapping
-// alive, and whose accidental writes never reach the file.
+// MappedStorages: tensors over a sealed in-memory copy of the archive's stored storages that
+// keep the copy alive, whose accidental writes never reach the file, and which the file's
+// truncation or rewrite on disk cannot reach (it used to be SIGBUS).
 #include "package_format/mapped_storages.h"
 
 #include <ATen/ATen.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "tests/package_format/test_zip.h"
 
@@ -78,6 +81,37 @@ TEST_F(MappedStoragesTest, WritesStayPrivate) {
     EXPECT_EQ(Bytes((*again)->tensors().at(".data/1.storage")), testing::StorageContent(1));
   }
   EXPECT_EQ(testing::ReadFile(path_), before);
+}
+
+// Regression: the archive was mapped straight from its file, so truncating the file on disk
+// while its model was loaded made the next read of a weight SIGBUS the whole server.
+TEST_F(MappedStoragesTest, TruncatedOrRewrittenFileLeavesTheTensorsIntact) {
+  auto mapped = MappedStorages::Map(*archive_);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  ASSERT_EQ(truncate(path_.c_str(), 0), 0);
+  EXPECT_EQ(Bytes((*mapped)->tensors().at(".data/0.storage")), testing::StorageContent(0));
+  testing::WriteFile(path_, std::string(archive_->file_size(), 'x'));  // same size, new bytes
+  EXPECT_EQ(Bytes((*mapped)->tensors().at(".data/1.storage")), testing::StorageContent(1));
+}
+
+TEST_F(MappedStoragesTest, TheCopyIsSealedAndReadableThroughItsPath) {
+  auto mapped = MappedStorages::Map(*archive_);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  EXPECT_EQ(testing::ReadFile((*mapped)->copy_path()), testing::ReadFile(path_));
+  int fd = open((*mapped)->copy_path().c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(pwrite(fd, "z", 1, 0), -1);  // F_SEAL_WRITE
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(ftruncate(fd, 0), 0);  // F_SEAL_SHRINK
+  close(fd);
+}
+
+TEST_F(MappedStoragesTest, FileChangedSinceValidationIsRefused) {
+  testing::WriteFile(path_, testing::ReadFile(path_) + "tail");
+  auto mapped = MappedStorages::Map(*archive_);
+  EXPECT_EQ(mapped.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(mapped.status().message().find("changed size"), std::string::npos)
+      << mapped.status().ToString();
 }
 
 }  // namespace

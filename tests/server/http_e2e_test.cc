@@ -126,7 +126,7 @@ TEST_F(HttpTest, LoadAndUnloadInExplicitMode) {
   EXPECT_EQ(c.Send("POST", "/v2/repository/models/nope/load").status, 404);
 }
 
-TEST_F(HttpTest, LoadNeedsExplicitModeAndIsRefused400) {
+TEST_F(HttpTest, LoadNeedsExplicitModeAndIsRefused503AsInTriton) {
   namespace fs = std::filesystem;
   fs::path repo = fs::temp_directory_path() / ("manypy_http_none_" + std::to_string(getpid()));
   fs::create_directories(repo);
@@ -134,7 +134,7 @@ TEST_F(HttpTest, LoadNeedsExplicitModeAndIsRefused400) {
   StartServer({"--model-repository=" + repo.string()});
   HttpConnection c(port());
   HttpReply r = c.Send("POST", "/v2/repository/models/two_io/load");
-  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.status, 503);
   EXPECT_NE(ErrorOf(r).find("--model-control-mode=explicit"), std::string::npos) << r.body;
   fs::remove_all(repo);
 }

@@ -153,5 +153,27 @@ TEST(PackagedModelTest, ModelExceptionIsAPythonError) {
   EXPECT_TRUE(out[0].to_tensor().equal(at::full({4}, 2.0)));
 }
 
+// make soak found every reload keeping the old model resident: torch.package's
+// linecache entries held its importer (modules, storages) for good, and what
+// was freed waited for a full collection that an idle interpreter never runs.
+TEST(PackagedModelTest, UnloadingFreesTheModelsImporterInEveryInterpreter) {
+  auto pool = MakeModelPool(2);
+  ASSERT_NE(pool, nullptr);
+  const std::string importers =
+      "sum(type(o).__name__ == 'PackageImporter' for o in __import__('gc').get_objects())";
+  for (int reload = 0; reload < 3; ++reload) {
+    auto model = PackagedModel::Load(pool.get(), ArchivePath("text_classifier"));
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    auto s = pool->AcquireAt(1);
+    EXPECT_EQ(s.Eval(importers).ToValue().to_int(), 1);
+  }
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    EXPECT_EQ(s.Eval(importers).ToValue().to_int(), 0) << "interpreter " << i;
+    EXPECT_EQ(s.Eval("sum('torch_package' in f for f in __import__('linecache').cache)")
+                  .ToValue().to_int(), 0) << "interpreter " << i;
+  }
+}
+
 }  // namespace
 }  // namespace manypy

@@ -27,6 +27,10 @@ class ServerProcess {
     if (pid_ == 0) {
       dup2(out[1], STDOUT_FILENO);
       close(out[0]);
+      if (!stderr_path_.empty()) {
+        int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (err >= 0) dup2(err, STDERR_FILENO);
+      }
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -55,6 +59,24 @@ class ServerProcess {
       }
     }
     return false;
+  }
+
+  /// Before Start: the server's stderr (its log) goes to this file instead of the test's.
+  void set_stderr_path(std::string path) { stderr_path_ = std::move(path); }
+
+  /// Waits (up to `timeout_s`) for the server to exit on its own; its exit status
+  /// (128 + signal if killed by one), or -1 if it is still running.
+  int WaitForExit(int timeout_s) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    while (pid_ > 0 && std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      poll(nullptr, 0, 50);
+    }
+    return -1;
   }
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
@@ -94,6 +116,7 @@ class ServerProcess {
   }
 
   pid_t pid_ = -1;
+  std::string stderr_path_;
   int stdout_fd_ = -1;
   int port_ = 0;
   int http_port_ = 0;

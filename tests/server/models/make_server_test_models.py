@@ -3,7 +3,8 @@
 batched_double, and as TorchScript (platform torchscript) double_sum_ts and
 failing_ts; cuda/needs_cuda and missing_module/needs_missing_module in
 folders of their own (models every server here must refuse to load), and
-none_output/sometimes_none (an output that may be None).
+none_output/sometimes_none (an output that may be None); the fault-injection
+models in faults/ and swap/ (fault_models.py).
 
     /usr/bin/python3 tests/server/models/make_server_test_models.py --out DIR
 """
@@ -20,6 +21,7 @@ sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python")]
 
 import manypy.package  # noqa: E402
 import manypy.torchscript  # noqa: E402
+import fault_models  # noqa: E402
 import server_test_models as m  # noqa: E402
 
 
@@ -47,6 +49,27 @@ def export_needs_missing_module(out):
         finally:
             sys.path.remove(site)
             sys.modules.pop("manypy_test_installed_lib", None)
+
+
+def export_fault_models(out):
+    """faults/: wrong_output, exits, fails_to_load; swap/: scaled versions 1
+    (x * 2) and 2 (x * 3), which the archive-replacement tests copy into a
+    repository of their own."""
+    import torch
+    io = {"inputs": [("INPUT__0", "FP32", [-1])], "outputs": [("OUTPUT__0", "FP32", [-1])]}
+    faults = os.path.join(out, "faults")
+    swap = os.path.join(out, "swap")
+    os.makedirs(faults, exist_ok=True)
+    os.makedirs(swap, exist_ok=True)
+    manypy.package.export(fault_models.WrongOutput(), os.path.join(faults, "wrong_output.mpk"),
+                          name="wrong_output", **io)
+    manypy.package.export(fault_models.Exits(), os.path.join(faults, "exits.mpk"), name="exits", **io)
+    manypy.package.export(fault_models.FailsToLoad(), os.path.join(faults, "fails_to_load.mpk"),
+                          name="fails_to_load", **io)
+    for version, factor in ((1, 2.0), (2, 3.0)):
+        manypy.package.export(fault_models.Scaled(factor), os.path.join(swap, f"scaled_v{version}.mpk"),
+                              name="scaled", version=version, example_inputs=(torch.ones(3),),
+                              **io)
 
 
 def main():
@@ -92,8 +115,10 @@ def main():
             name="sometimes_none", example_inputs=(torch.ones(3),),
             dynamic_dims={"INPUT__0": [0], "OUTPUT__0": [0]})
     assert [o["name"] for o in manifest["outputs"]] == ["OUTPUT__0"], manifest["outputs"]
+    export_fault_models(out)
     print(f"wrote echo_all, failing, slow, spin, batched_double, double_sum_ts, failing_ts, "
-          f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none "
+          f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none, "
+          f"faults/{{wrong_output,exits,fails_to_load}}, swap/scaled_v{{1,2}} "
           f"to {out}")
 
 

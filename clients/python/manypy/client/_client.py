@@ -39,6 +39,20 @@ class InferenceServerError(Exception):
         return cls("UNKNOWN", text)
 
 
+def _read_pem(path, what):
+    """The bytes of PEM file `path` (None for None); ValueError naming `what` otherwise."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ValueError(f"{what}: cannot read {path}: {e.strerror}") from None
+    if not data:
+        raise ValueError(f"{what}: {path} is empty")
+    return data
+
+
 def _to_dict(message):
     """A protobuf message as a plain dict: proto field names, fields with
     default values included, 64-bit integers as Python ints (not strings)."""
@@ -180,16 +194,32 @@ class InferenceClient:
     `timeout` (seconds) is the default deadline of every call; each method
     takes its own `timeout` too. Every failed call raises InferenceServerError.
     `max_message_size` (bytes) bounds the messages sent and received. Usable
-    as a context manager (closes the channel)."""
+    as a context manager (closes the channel).
+
+    TLS (plain text by default): `ssl=True`, or any of the PEM file paths
+    `root_certificates` (CAs that verify the server; default: gRPC's roots),
+    `certificate_chain` and `private_key` (a client certificate, for servers
+    started with --tls-client-ca). The server's certificate must name the
+    host in `url`."""
 
     def __init__(self, url="127.0.0.1:8001", timeout=None, max_message_size=2**31 - 1,
-                 channel_options=None):
+                 channel_options=None, ssl=False, root_certificates=None,
+                 certificate_chain=None, private_key=None):
         self.url = url
         self.timeout = timeout
         options = [("grpc.max_send_message_length", max_message_size),
                    ("grpc.max_receive_message_length", max_message_size)]
         options += list(channel_options or [])
-        self._channel = grpc.insecure_channel(url, options=options)
+        if ssl or root_certificates or certificate_chain or private_key:
+            if bool(certificate_chain) != bool(private_key):
+                raise ValueError("certificate_chain and private_key go together")
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_read_pem(root_certificates, "root_certificates"),
+                private_key=_read_pem(private_key, "private_key"),
+                certificate_chain=_read_pem(certificate_chain, "certificate_chain"))
+            self._channel = grpc.secure_channel(url, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(url, options=options)
         self._stub = pb_grpc.GRPCInferenceServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._outputs_cache = {}

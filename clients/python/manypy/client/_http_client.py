@@ -3,6 +3,7 @@ extension) from Python, with the same API as the gRPC InferenceClient.
 Standard library only (http.client, one keep-alive connection per thread)."""
 import http.client
 import json
+import ssl
 import threading
 import urllib.parse
 
@@ -16,6 +17,17 @@ from ._proto import grpc_service_pb2 as pb
 _CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 409: "ALREADY_EXISTS",
           413: "RESOURCE_EXHAUSTED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",
           503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+
+
+def _client_ssl_context(root_certificates, certificate_chain, private_key):
+    """TLS 1.2+ with the server's certificate and host name verified."""
+    if bool(certificate_chain) != bool(private_key):
+        raise ValueError("certificate_chain and private_key go together")
+    context = ssl.create_default_context(cafile=root_certificates)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if certificate_chain:
+        context.load_cert_chain(certificate_chain, private_key)
+    return context
 
 
 def _json_values(array, datatype):
@@ -48,15 +60,30 @@ class HttpInferenceClient:
     travel as binary data by default (binary=False / binary_outputs=False:
     JSON). stream_infer sends the requests one after another. Failures raise
     InferenceServerError with the gRPC status code name of the HTTP status.
-    Thread-safe: each thread uses its own keep-alive connection."""
+    Thread-safe: each thread uses its own keep-alive connection.
 
-    def __init__(self, url="127.0.0.1:8000", timeout=None):
+    TLS (plain HTTP by default): an https:// URL, or any of the PEM file paths
+    `root_certificates` (CAs that verify the server; default: the system's),
+    `certificate_chain` and `private_key` (a client certificate, for servers
+    started with --tls-client-ca), or a ready `ssl_context`. The server's
+    certificate is checked against the URL's host."""
+
+    def __init__(self, url="127.0.0.1:8000", timeout=None, root_certificates=None,
+                 certificate_chain=None, private_key=None, ssl_context=None):
         if "://" not in url:
-            url = "http://" + url
+            tls = bool(root_certificates or certificate_chain or private_key or ssl_context)
+            url = ("https://" if tls else "http://") + url
         parsed = urllib.parse.urlsplit(url)
+        if parsed.scheme not in ("http", "https"):
+            raise ValueError(f"url {url!r}: the scheme is http or https")
         self.url = url
         self.timeout = timeout
-        self._host, self._port = parsed.hostname, parsed.port or 80
+        self._ssl_context = None
+        if parsed.scheme == "https":
+            self._ssl_context = ssl_context or _client_ssl_context(
+                root_certificates, certificate_chain, private_key)
+        self._host = parsed.hostname
+        self._port = parsed.port or (443 if self._ssl_context else 80)
         self._local = threading.local()
         self._connections = []
         self._lock = threading.Lock()
@@ -78,7 +105,11 @@ class HttpInferenceClient:
     def _connection(self, timeout):
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+            if self._ssl_context is not None:
+                conn = http.client.HTTPSConnection(self._host, self._port, timeout=timeout,
+                                                   context=self._ssl_context)
+            else:
+                conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
@@ -107,7 +138,7 @@ class HttpInferenceClient:
             except TimeoutError:
                 conn.close()
                 raise InferenceServerError("DEADLINE_EXCEEDED", "no response within the timeout")
-            except OSError as e:
+            except OSError as e:  # ssl.SSLError (a refused certificate) included
                 conn.close()
                 raise InferenceServerError("UNAVAILABLE", str(e)) from None
 

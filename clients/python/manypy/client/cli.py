@@ -38,6 +38,11 @@ def _parser():
     p.add_argument("-u", "--url", default=os.environ.get("MANYPY_URL", "127.0.0.1:8001"),
                    help="server address HOST:PORT (default: $MANYPY_URL or 127.0.0.1:8001)")
     p.add_argument("--timeout", type=float, default=None, help="deadline of each call, seconds")
+    p.add_argument("--tls-ca", default=None, metavar="FILE",
+                   help="TLS: PEM CA certificates that verify the server (plain text without any --tls-*)")
+    p.add_argument("--tls-cert", default=None, metavar="FILE",
+                   help="TLS: PEM client certificate, for servers that require one")
+    p.add_argument("--tls-key", default=None, metavar="FILE", help="TLS: the client certificate's PEM key")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     h = sub.add_parser("health", help="liveness, readiness and grpc.health.v1 status")
@@ -143,7 +148,8 @@ def _summary(array):
 
 
 def _run(args):
-    client = InferenceClient(args.url, timeout=args.timeout)
+    client = InferenceClient(args.url, timeout=args.timeout, root_certificates=args.tls_ca,
+                             certificate_chain=args.tls_cert, private_key=args.tls_key)
     try:
         if args.command == "health":
             live = client.is_server_live()

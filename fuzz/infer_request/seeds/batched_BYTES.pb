@@ -1,0 +1,3 @@
+
+batch1seed*
+sBYTES*BaBb

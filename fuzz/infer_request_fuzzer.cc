@@ -1,0 +1,36 @@
+// Fuzzes Prepare, the gRPC request path's decoding: a serialized ModelInferRequest (any
+// datatype, typed or raw contents, any shape) decoded into the model's arguments for a
+// manifest made to fit it (fuzz_manifest.h). Every outcome must be OK with values that
+// match the request, or INVALID_ARGUMENT; anything else (a crash, UB, an uncaught
+// exception, another status) is a bug.
+#include <cstddef>
+#include <cstdint>
+
+#include <google/protobuf/stubs/logging.h>
+
+#include "fuzz/fuzz_check.h"
+#include "fuzz/fuzz_manifest.h"
+#include "server/inference/prepare.h"
+
+// Invalid UTF-8 in string fields is a parse failure here, as on the server; protobuf's log
+// line for each would drown libFuzzer's output.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace manypy;
+  inference::ModelInferRequest request;
+  if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
+  Manifest manifest = fuzz::ManifestForRequest(request);
+  InferenceRequest prepared;
+  Status s = PrepareRequest(request, manifest, std::chrono::microseconds(0),
+                            Clock::time_point::max(), &prepared);
+  if (s.ok()) {
+    fuzz::CheckPrepared(request, manifest, prepared);
+  } else {
+    FUZZ_CHECK(s.code() == StatusCode::kInvalidArgument, "%s", s.ToString().c_str());
+  }
+  return 0;
+}

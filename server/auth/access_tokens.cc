@@ -1,0 +1,114 @@
+#include "server/auth/access_tokens.h"
+
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+namespace manypy {
+namespace {
+
+constexpr size_t kMaxTokenBytes = 4096;
+
+/// Equal strings in time that depends only on their lengths, not on where they
+/// first differ: a client timing its failures learns nothing about the token.
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  volatile unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = diff | static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+/// The token of "Bearer <token>" (scheme case-insensitive, RFC 6750); empty if
+/// the value is not a bearer credential.
+std::string_view BearerToken(std::string_view authorization) {
+  std::string_view value = Trim(authorization);
+  constexpr std::string_view kScheme = "bearer";
+  if (value.size() <= kScheme.size() || !IsSpace(value[kScheme.size()])) return {};
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(value[i])) != kScheme[i]) return {};
+  }
+  return Trim(value.substr(kScheme.size()));
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadTokenFile(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgument("--" + flag + ": cannot read the token file " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string content = text.str();
+  if (content.size() > kMaxTokenBytes) {
+    return InvalidArgument("--" + flag + ": the token file " + path + " is larger than " +
+                           std::to_string(kMaxTokenBytes) + " bytes; it must hold one token");
+  }
+  std::string token(Trim(content));
+  if (token.empty()) return InvalidArgument("--" + flag + ": the token file " + path + " is empty");
+  for (char c : token) {
+    // HTTP header values and gRPC metadata carry visible ASCII only.
+    if (IsSpace(c) || c < 0x21 || c > 0x7e) {
+      return InvalidArgument("--" + flag + ": the token file " + path +
+                             " must hold one token of visible ASCII characters, without spaces");
+    }
+  }
+  return token;
+}
+
+StatusOr<AccessTokens> AccessTokens::Load(const std::string& inference_token_file,
+                                          const std::string& management_token_file) {
+  std::string inference, management;
+  if (!inference_token_file.empty()) {
+    auto token = ReadTokenFile(inference_token_file, "auth-token-file");
+    if (!token.ok()) return token.status();
+    inference = std::move(*token);
+  }
+  if (!management_token_file.empty()) {
+    auto token = ReadTokenFile(management_token_file, "management-token-file");
+    if (!token.ok()) return token.status();
+    management = std::move(*token);
+  }
+  if (!inference.empty() && ConstantTimeEquals(inference, management)) {
+    return InvalidArgument(
+        "--auth-token-file and --management-token-file hold the same token; the management "
+        "token must differ, or every inference client could manage the repository");
+  }
+  return AccessTokens(std::move(inference), std::move(management));
+}
+
+Status AccessTokens::Authorize(std::string_view authorization, AccessScope scope) const {
+  if (scope == AccessScope::kOpen) return Status::Ok();
+  const bool management_call = scope == AccessScope::kManagement;
+  // Without an inference token, inference is open; management is open only
+  // when no token at all is configured (one token then guards everything).
+  const bool open = management_call ? inference_.empty() && management_.empty() : inference_.empty();
+  if (open) return Status::Ok();
+  const char* what = management_call ? "repository management" : "this call";
+  std::string_view token = BearerToken(authorization);
+  if (token.empty()) {
+    return Unauthenticated(std::string(what) + " needs a bearer token: send the header "
+                           "'authorization: Bearer <token>'");
+  }
+  // Compare with both tokens whatever matches, so the time taken does not say which.
+  const bool is_inference = !inference_.empty() && ConstantTimeEquals(token, inference_);
+  const bool is_management = !management_.empty() && ConstantTimeEquals(token, management_);
+  if (is_management) return Status::Ok();
+  if (is_inference) {
+    if (!management_call || management_.empty()) return Status::Ok();
+    return PermissionDenied(
+        "the inference token may not manage the repository; use the management token "
+        "(--management-token-file)");
+  }
+  return Unauthenticated(std::string(what) + ": the bearer token is not valid");
+}
+
+}  // namespace manypy

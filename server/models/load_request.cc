@@ -1,0 +1,50 @@
+#include "server/models/load_request.h"
+
+#include <cctype>
+
+namespace manypy {
+namespace {
+
+/// Shown in place of characters a log line or reply should not carry raw.
+std::string Printable(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 200)) {
+    out += std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : std::string("?");
+  }
+  return s.size() > 200 ? out + "..." : out;
+}
+
+}  // namespace
+
+Status CheckModelName(const std::string& name) {
+  const std::string shown = "model name '" + Printable(name) + "'";
+  if (name.empty()) return InvalidArgument("the model name is empty");
+  if (name.find('\0') != std::string::npos || name.find('/') != std::string::npos ||
+      name.find('\\') != std::string::npos || name.find("..") != std::string::npos) {
+    return InvalidArgument(shown + " looks like a path; models load only by name from the "
+                           "configured model repository");
+  }
+  bool charset = name.size() <= 128 && name[0] != '.';
+  for (char c : name) {
+    charset = charset && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
+  }
+  if (!charset) {
+    return InvalidArgument(shown + " is not 1-128 characters of [A-Za-z0-9_.-] "
+                           "not starting with '.'");
+  }
+  return Status::Ok();
+}
+
+Status CheckLoadParameters(const std::vector<std::string>& parameter_names) {
+  if (parameter_names.empty()) return Status::Ok();
+  const std::string& first = parameter_names.front();
+  const std::string shown = "load parameter '" + Printable(first) + "'";
+  if (first == "config" || first.rfind("file:", 0) == 0) {
+    return InvalidArgument(shown + " is refused: manypy loads models only by name from the "
+                           "configured model repository, never a configuration or files sent "
+                           "with the request");
+  }
+  return InvalidArgument(shown + " is not supported: a load request takes only the model name");
+}
+
+}  // namespace manypy
