@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "clients/cpp/bearer_token.h"
 #include "clients/cpp/contents_codec.h"
 #include "clients/cpp/grpc_status.h"
 
@@ -41,10 +42,13 @@ InferenceClient::InferenceClient(std::string address, Options options,
       stub_(GRPCInferenceService::NewStub(channel_)),
       health_(grpc::health::v1::Health::NewStub(channel_)) {}
 
-void InferenceClient::SetDeadline(grpc::ClientContext* ctx,
-                                  std::chrono::milliseconds timeout) const {
+void InferenceClient::PrepareContext(grpc::ClientContext* ctx,
+                                     std::chrono::milliseconds timeout) const {
   if (timeout.count() == 0) timeout = options_.default_timeout;
   if (timeout.count() > 0) ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  if (!options_.bearer_token.empty()) {
+    ctx->AddMetadata("authorization", BearerAuthorization(options_.bearer_token));
+  }
 }
 
 namespace {
@@ -66,7 +70,7 @@ StatusOr<Response> Call(Stub* stub,
 #define MANYPY_CLIENT_CALL(stub, Method, request)                            \
   [&]() {                                                                    \
     grpc::ClientContext ctx;                                                 \
-    SetDeadline(&ctx, std::chrono::milliseconds(0));                         \
+    PrepareContext(&ctx, std::chrono::milliseconds(0));                      \
     return Call(stub.get(), &std::remove_reference_t<decltype(*stub)>::Method, request, \
                 &ctx);                                                       \
   }()
@@ -177,7 +181,7 @@ StatusOr<InferResult> InferenceClient::Infer(const InferInputs& inputs,
     return InvalidArgument("typed (non-raw) outputs need requested_outputs to name them");
   }
   grpc::ClientContext ctx;
-  SetDeadline(&ctx, options.timeout);
+  PrepareContext(&ctx, options.timeout);
   inference::ModelInferResponse response;
   grpc::Status s = stub_->ModelInfer(&ctx, req, &response);
   if (!s.ok()) return FromGrpcStatus(s);

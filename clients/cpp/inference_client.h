@@ -44,6 +44,9 @@ class InferenceClient {
     bool dedicated_connection = false;
     /// TLS to the server (verified with tls.ca_file); plain text by default.
     TlsOptions tls;
+    /// Sent with every call as `authorization: Bearer <token>` when not empty
+    /// (servers started with --auth-token-file; bearer_token.h reads one).
+    std::string bearer_token;
   };
 
   /// Connects lazily to `address` ("host:port"); fails only on bad arguments
@@ -80,8 +83,8 @@ class InferenceClient {
 
  private:
   InferenceClient(std::string address, Options options, std::shared_ptr<grpc::Channel> channel);
-  /// A context whose deadline is `timeout`, or the default when zero.
-  void SetDeadline(grpc::ClientContext* ctx, std::chrono::milliseconds timeout) const;
+  /// Sets the deadline (`timeout`, or the default when zero) and the token.
+  void PrepareContext(grpc::ClientContext* ctx, std::chrono::milliseconds timeout) const;
 
   // Constant after construction; the stubs are thread-safe.
   const std::string address_;

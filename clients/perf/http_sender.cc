@@ -7,6 +7,8 @@
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/http.hpp>
 
+#include "clients/cpp/bearer_token.h"
+
 namespace manypy::perf {
 namespace {
 
@@ -49,11 +51,13 @@ void Exchange(Stream& stream, const http::request<http::string_body>& req, boost
 
 }  // namespace
 
-HttpSender::HttpSender(std::string url, int timeout_ms, std::shared_ptr<net::ssl::context> tls)
+HttpSender::HttpSender(std::string url, int timeout_ms, std::shared_ptr<net::ssl::context> tls,
+                       std::string bearer_token)
     : host_(url.substr(0, url.rfind(':'))),
       port_(url.rfind(':') == std::string::npos ? (tls ? "443" : "80") : url.substr(url.rfind(':') + 1)),
       timeout_ms_(timeout_ms),
-      tls_(std::move(tls)) {}
+      tls_(std::move(tls)),
+      authorization_(bearer_token.empty() ? "" : client::BearerAuthorization(bearer_token)) {}
 
 Status HttpSender::Connect() {
   boost::system::error_code ec;
@@ -94,6 +98,7 @@ StatusOr<std::pair<int, std::string>> HttpSender::Send(const char* method, const
   req.set(http::field::host, host_);
   req.set(http::field::content_type, json_length ? "application/octet-stream" : "application/json");
   if (json_length) req.set("Inference-Header-Content-Length", std::to_string(*json_length));
+  if (!authorization_.empty()) req.set(http::field::authorization, authorization_);
   req.body() = body;
   req.prepare_payload();
   for (int attempt = 0; attempt < 2; ++attempt) {  // once more after a closed keep-alive connection

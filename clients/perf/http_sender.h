@@ -22,8 +22,10 @@ class HttpSender {
  public:
   /// `url` is HOST:PORT. Connects lazily (and again after a broken connection).
   /// With `tls` (client_tls_context.h), over TLS, the server's certificate
-  /// checked against HOST.
-  HttpSender(std::string url, int timeout_ms, std::shared_ptr<boost::asio::ssl::context> tls = nullptr);
+  /// checked against HOST. A non-empty `bearer_token` goes with every request
+  /// as `Authorization: Bearer <token>`.
+  HttpSender(std::string url, int timeout_ms, std::shared_ptr<boost::asio::ssl::context> tls = nullptr,
+             std::string bearer_token = "");
 
   StatusOr<inference::ModelMetadataResponse> ModelMetadata(const std::string& model,
                                                            const std::string& version);
@@ -50,6 +52,7 @@ class HttpSender {
   const int timeout_ms_;
   boost::asio::io_context io_;
   const std::shared_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
+  const std::string authorization_;                        // empty: no Authorization header
   std::unique_ptr<boost::asio::ip::tcp::socket> socket_;  // plain HTTP
   std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket>> tls_stream_;  // HTTPS
   boost::beast::flat_buffer buffer_;

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "clients/cpp/inference_client.h"
+#include "clients/cpp/bearer_token.h"
 #include "clients/perf/client_tls_context.h"
 #include "clients/perf/http_sender.h"
 #include "clients/perf/input_data.h"
@@ -33,6 +34,12 @@ int main(int argc, char** argv) {
   StatusOr<inference::ModelMetadataResponse> metadata = Internal("no metadata");
   StatusOr<inference::ModelConfigResponse> config = Internal("no config");
   std::unique_ptr<client::InferenceClient> grpc_client;
+  std::string token;
+  if (!options.auth_token_file.empty()) {
+    auto read = client::ReadBearerTokenFile(options.auth_token_file);
+    if (!read.ok()) return Fail(read.status());
+    token = std::move(*read);
+  }
   std::shared_ptr<boost::asio::ssl::context> http_tls;  // shared by every HTTP sender
   if (options.protocol == "http" && options.tls.on()) {
     auto made = perf::MakeClientTlsContext(options.tls);
@@ -40,12 +47,13 @@ int main(int argc, char** argv) {
     http_tls = std::move(*made);
   }
   if (options.protocol == "http") {
-    perf::HttpSender probe(options.url, options.timeout_ms, http_tls);
+    perf::HttpSender probe(options.url, options.timeout_ms, http_tls, token);
     metadata = probe.ModelMetadata(options.model, options.model_version);
     config = probe.ModelConfig(options.model, options.model_version);
   } else {
     client::InferenceClient::Options probe;
     probe.tls = options.tls;
+    probe.bearer_token = token;
     auto created = client::InferenceClient::Create(options.url, probe);
     if (!created.ok()) return Fail(created.status());
     grpc_client = std::move(*created);
@@ -62,7 +70,8 @@ int main(int argc, char** argv) {
   perf::SenderFactory senders;
   if (options.protocol == "http") {
     senders = [&]() -> perf::Sender {
-      auto sender = std::make_shared<perf::HttpSender>(options.url, options.timeout_ms, http_tls);
+      auto sender =
+          std::make_shared<perf::HttpSender>(options.url, options.timeout_ms, http_tls, token);
       sender->SetInferRequest(options.model, options.model_version, inputs);
       return [sender] { return sender->Infer(); };
     };
@@ -76,6 +85,7 @@ int main(int argc, char** argv) {
       client::InferenceClient::Options own;
       own.dedicated_connection = true;
       own.tls = options.tls;
+      own.bearer_token = token;
       auto created = client::InferenceClient::Create(options.url, own);
       std::shared_ptr<client::InferenceClient> stream(created.ok() ? std::move(*created) : nullptr);
       if (stream == nullptr) {

@@ -65,6 +65,8 @@ Usage: manypy-perf -m MODEL [-u HOST:PORT] [options]
   --tls-ca FILE              TLS: PEM CA certificates that verify the server (either protocol)
   --tls-cert FILE            TLS: PEM client certificate for servers that require one
   --tls-key FILE             TLS: the client certificate's PEM private key
+  --auth-token-file FILE     send the token in FILE as `authorization: Bearer <token>`
+                             (servers started with --auth-token-file)
   -h, --help                 this text
 
 Random inputs follow ModelMetadata: variable dimensions become 1, the batch dimension
@@ -141,6 +143,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     else if (flag == "--tls-ca") o.tls.ca_file = value;
     else if (flag == "--tls-cert") o.tls.cert_file = value;
     else if (flag == "--tls-key") o.tls.key_file = value;
+    else if (flag == "--auth-token-file") o.auth_token_file = value;
     else if (flag == "--csv") o.csv_path = value;
     else if (flag == "--json") o.json_path = value;
     else if (flag == "--input") {

@@ -33,6 +33,7 @@ struct PerfOptions {
   std::string csv_path;      // empty: stdout
   std::string json_path;     // empty: none
   client::TlsOptions tls;    // --tls-ca/--tls-cert/--tls-key or an https:// URL; plain by default
+  std::string auth_token_file;  // --auth-token-file: sent as a bearer token; empty: none
   bool help = false;
 };
 

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <thread>
 
+#include "clients/cpp/inference_client.h"
 #include "proto/health.grpc.pb.h"
 #include "tests/test_util/http_client.h"
 #include "tests/test_util/server_fixture.h"
@@ -393,6 +394,35 @@ TEST_F(SecurityTest, MetricsListenOnTheirOwnAddress) {
   EXPECT_EQ(Send("GET", "/metrics", "", "", server_.metrics_port(), "127.0.0.2").status, 0);
   EXPECT_EQ(Send("GET", "/v2/health/ready", "", "", http_port(), "127.0.0.2").status, 200);
   EXPECT_EQ(Send("GET", "/v2/health/ready", "", "", http_port(), "127.0.0.1").status, 0);
+}
+
+// The shipped clients carry the token: the C++ client (bearer_token) and
+// manypy-perf (--auth-token-file) over gRPC and HTTP.
+TEST_F(SecurityTest, ClientAndPerfSendTheirToken) {
+  StartServer([&] {
+    auto args = TokenFlags();
+    args.insert(args.end(), {"--model-control-mode=explicit", "--load-model=two_io", "--no-metrics"});
+    return args;
+  }());
+  client::InferenceClient::Options with_token;
+  with_token.bearer_token = kInferenceToken;
+  auto client = client::InferenceClient::Create(server_.address(), with_token);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  EXPECT_TRUE((*client)->ModelMetadata("two_io").ok());
+  auto anonymous = client::InferenceClient::Create(server_.address());
+  ASSERT_TRUE(anonymous.ok());
+  EXPECT_EQ((*anonymous)->ModelMetadata("two_io").status().code(), StatusCode::kUnauthenticated);
+
+  const std::string token_file = (dir_ / "inference.token").string();
+  for (auto [protocol, url] :
+       {std::pair<std::string, std::string>{"grpc", server_.address()},
+        {"http", "127.0.0.1:" + std::to_string(http_port())}}) {
+    std::string perf = std::string(MANYPY_PERF_BINARY) + " -m two_io -i " + protocol + " -u " + url +
+                       " --warmup-seconds 0.2 --window-seconds 0.5 --max-windows 2 --csv /dev/null";
+    EXPECT_EQ(std::system((perf + " --auth-token-file " + token_file + " > /dev/null 2>&1").c_str()), 0)
+        << protocol;
+    EXPECT_NE(std::system((perf + " > /dev/null 2>&1").c_str()), 0) << protocol << ": served without a token";
+  }
 }
 
 }  // namespace

@@ -200,13 +200,16 @@ class InferenceClient:
     `root_certificates` (CAs that verify the server; default: gRPC's roots),
     `certificate_chain` and `private_key` (a client certificate, for servers
     started with --tls-client-ca). The server's certificate must name the
-    host in `url`."""
+    host in `url`. `token` (servers started with --auth-token-file or
+    --management-token-file) goes with every call as `authorization: Bearer
+    <token>`."""
 
     def __init__(self, url="127.0.0.1:8001", timeout=None, max_message_size=2**31 - 1,
                  channel_options=None, ssl=False, root_certificates=None,
-                 certificate_chain=None, private_key=None):
+                 certificate_chain=None, private_key=None, token=None):
         self.url = url
         self.timeout = timeout
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         options = [("grpc.max_send_message_length", max_message_size),
                    ("grpc.max_receive_message_length", max_message_size)]
         options += list(channel_options or [])
@@ -241,7 +244,7 @@ class InferenceClient:
 
     def _call(self, method, request, timeout):
         try:
-            return method(request, timeout=self._deadline(timeout))
+            return method(request, timeout=self._deadline(timeout), metadata=self._metadata)
         except grpc.RpcError as e:
             raise InferenceServerError.from_rpc_error(e) from None
 
@@ -390,7 +393,8 @@ class InferenceClient:
                 problem.append(e)
 
         try:
-            for response in self._stub.ModelStreamInfer(messages(), timeout=self._deadline(timeout)):
+            for response in self._stub.ModelStreamInfer(messages(), timeout=self._deadline(timeout),
+                                                         metadata=self._metadata):
                 if response.error_message:
                     yield InferResult(response.infer_response,
                                       InferenceServerError.from_stream_message(response.error_message))

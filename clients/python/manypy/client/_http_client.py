@@ -14,9 +14,9 @@ from ._client import InferenceServerError, InferResult
 from ._proto import grpc_service_pb2 as pb
 
 # HTTP status -> the status code names InferenceServerError carries over gRPC.
-_CODES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 409: "ALREADY_EXISTS",
-          413: "RESOURCE_EXHAUSTED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",
-          503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+_CODES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+          404: "NOT_FOUND", 409: "ALREADY_EXISTS", 413: "RESOURCE_EXHAUSTED",
+          429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
 
 
 def _client_ssl_context(root_certificates, certificate_chain, private_key):
@@ -69,7 +69,7 @@ class HttpInferenceClient:
     certificate is checked against the URL's host."""
 
     def __init__(self, url="127.0.0.1:8000", timeout=None, root_certificates=None,
-                 certificate_chain=None, private_key=None, ssl_context=None):
+                 certificate_chain=None, private_key=None, ssl_context=None, token=None):
         if "://" not in url:
             tls = bool(root_certificates or certificate_chain or private_key or ssl_context)
             url = ("https://" if tls else "http://") + url
@@ -78,6 +78,8 @@ class HttpInferenceClient:
             raise ValueError(f"url {url!r}: the scheme is http or https")
         self.url = url
         self.timeout = timeout
+        # Sent with every request (servers started with --auth-token-file).
+        self._authorization = f"Bearer {token}" if token else None
         self._ssl_context = None
         if parsed.scheme == "https":
             self._ssl_context = ssl_context or _client_ssl_context(
@@ -122,6 +124,8 @@ class HttpInferenceClient:
         """(status, headers, body bytes); a connection the server closed is reopened once."""
         timeout = self.timeout if timeout is None else timeout
         headers = dict(headers or {})
+        if self._authorization:
+            headers["Authorization"] = self._authorization
         if body is not None and "Content-Type" not in headers:
             headers["Content-Type"] = "application/json"
         for attempt in (0, 1):

@@ -43,6 +43,8 @@ def _parser():
     p.add_argument("--tls-cert", default=None, metavar="FILE",
                    help="TLS: PEM client certificate, for servers that require one")
     p.add_argument("--tls-key", default=None, metavar="FILE", help="TLS: the client certificate's PEM key")
+    p.add_argument("--auth-token-file", default=None, metavar="FILE",
+                   help="send the token in FILE as a bearer token (servers started with --auth-token-file)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     h = sub.add_parser("health", help="liveness, readiness and grpc.health.v1 status")
@@ -147,9 +149,20 @@ def _summary(array):
                            separator=", ").replace("\n", "\n    ")
 
 
+def _read_token(path):
+    if path is None:
+        return None
+    with open(path, encoding="utf-8") as f:
+        words = f.read().split()
+    if len(words) != 1:
+        raise ValueError(f"--auth-token-file {path}: expected one token, found {len(words)} words")
+    return words[0]
+
+
 def _run(args):
     client = InferenceClient(args.url, timeout=args.timeout, root_certificates=args.tls_ca,
-                             certificate_chain=args.tls_cert, private_key=args.tls_key)
+                             certificate_chain=args.tls_cert, private_key=args.tls_key,
+                             token=_read_token(args.auth_token_file))
     try:
         if args.command == "health":
             live = client.is_server_live()
