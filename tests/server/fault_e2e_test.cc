@@ -112,28 +112,6 @@ class FaultTest : public ServerTest {
     if (!repo_.empty()) fs::remove_all(repo_);
   }
 
-  grpc::Status Load(const std::string& name) {
-    grpc::ClientContext ctx;
-    inference::RepositoryModelLoadRequest request;
-    request.set_model_name(name);
-    inference::RepositoryModelLoadResponse response;
-    return stub_->RepositoryModelLoad(&ctx, request, &response);
-  }
-  grpc::Status Unload(const std::string& name) {
-    grpc::ClientContext ctx;
-    inference::RepositoryModelUnloadRequest request;
-    request.set_model_name(name);
-    inference::RepositoryModelUnloadResponse response;
-    return stub_->RepositoryModelUnload(&ctx, request, &response);
-  }
-  inference::ModelStatistics Statistics(const std::string& model) {
-    grpc::ClientContext ctx;
-    inference::ModelStatisticsRequest request;
-    request.set_name(model);
-    inference::ModelStatisticsResponse response;
-    EXPECT_TRUE(stub_->ModelStatistics(&ctx, request, &response).ok());
-    return response.model_stats_size() > 0 ? response.model_stats(0) : inference::ModelStatistics();
-  }
   testing::HttpReply Http(const std::string& method, const std::string& target,
                           const std::string& body = "") {
     testing::HttpConnection connection(server_.http_port());
@@ -397,7 +375,7 @@ TEST_F(FaultTest, ModelWhoseLoadFailsIsRefusedNamingWhyWhileOthersServe) {
     }
   });
   for (int round = 0; round < 2; ++round) {
-    grpc::Status s = Load("fails_to_load");
+    grpc::Status s = LoadModel("fails_to_load");
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL) << s.error_message();
     EXPECT_TRUE(
         Contains(s.error_message(), "fails_to_load refuses to load: its weights file is gone"))
@@ -405,7 +383,7 @@ TEST_F(FaultTest, ModelWhoseLoadFailsIsRefusedNamingWhyWhileOthersServe) {
     testing::HttpReply r = Http("POST", "/v2/repository/models/fails_to_load/load");
     EXPECT_EQ(r.status, 500) << r.body;
     EXPECT_TRUE(Contains(r.body, "refuses to load")) << r.body;
-    grpc::Status cut = Load("cut_short");
+    grpc::Status cut = LoadModel("cut_short");
     EXPECT_EQ(cut.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << cut.error_message();
     EXPECT_TRUE(Contains(cut.error_message(), "cut_short.mpk")) << cut.error_message();
   }
@@ -536,7 +514,7 @@ TEST_F(FaultTest, LoadUnloadStormUnderTrafficAnswersEveryRequestClearly) {
   Tally changes;
   RunConcurrently(2, [&](int who) {
     for (int i = 0; i < 6; ++i) {
-      grpc::Status s = (i + who) % 2 == 0 ? Unload("failing") : Load("failing");
+      grpc::Status s = (i + who) % 2 == 0 ? UnloadModel("failing") : LoadModel("failing");
       changes.Count(s.ok() ? "ok"
                     : Contains(s.error_message(), "model 'failing' is not loaded")
                         ? "already unloaded"
@@ -554,7 +532,7 @@ TEST_F(FaultTest, LoadUnloadStormUnderTrafficAnswersEveryRequestClearly) {
     EXPECT_TRUE(kind == "ok" || kind == "not ready") << kind << " x" << count;
   }
   EXPECT_GT(counts["ok"], 0) << tally.ToString();
-  ASSERT_TRUE(Load("failing").ok());
+  ASSERT_TRUE(LoadModel("failing").ok());
   ExpectServes("failing");
   ExpectServes("spin");
   ExpectIdle("failing");
@@ -580,7 +558,7 @@ TEST_F(FaultTest, ArchiveReplacedByRenameServesTheOldVersionUntilReload) {
   fs::rename(repo_ / "scaled.mpk.tmp", repo_ / "scaled.mpk");
   EXPECT_EQ(scaled(&version), (std::vector<float>{2, 4}));
   EXPECT_EQ(version, "1");
-  ASSERT_TRUE(Load("scaled").ok());
+  ASSERT_TRUE(LoadModel("scaled").ok());
   EXPECT_EQ(scaled(&version), (std::vector<float>{3, 6}));
   EXPECT_EQ(version, "2");
   ExpectServes("failing");
@@ -628,7 +606,7 @@ TEST_F(FaultTest, ArchiveTruncatedOrRewrittenInPlaceKeepsServingWithoutACrash) {
   EXPECT_EQ(tally.counts().size(), 1u) << tally.ToString();
   EXPECT_GT(tally.counts()["ok"], 25);
   // The server is alive and the rewritten file, now version 2, loads.
-  ASSERT_TRUE(Load("scaled").ok());
+  ASSERT_TRUE(LoadModel("scaled").ok());
   ModelInferResponse out;
   ASSERT_TRUE(Infer(FloatRequest("scaled", {1.f, 2.f}), &out).ok());
   EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{3, 6}));

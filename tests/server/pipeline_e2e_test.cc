@@ -29,14 +29,6 @@ ModelInferRequest FloatRequest(const std::string& model, const std::string& inpu
 
 ModelInferRequest SpinRequest(float value) { return FloatRequest("spin", "INPUT__0", {value}, {1}); }
 
-inference::ModelStatistics Statistics(GRPCInferenceService::Stub* stub, const std::string& model) {
-  grpc::ClientContext ctx;
-  inference::ModelStatisticsRequest request;
-  request.set_name(model);
-  inference::ModelStatisticsResponse response;
-  EXPECT_TRUE(stub->ModelStatistics(&ctx, request, &response).ok());
-  return response.model_stats_size() > 0 ? response.model_stats(0) : inference::ModelStatistics();
-}
 
 // Runs `client(i)` for i in [0, n) on n threads at once; returns how many
 // succeeded (failures are reported as test failures).
@@ -67,7 +59,7 @@ TEST_F(ServerTest, BatchesFormAndEveryRequestGetsItsOwnOutput) {
     return ::testing::AssertionSuccess();
   });
   EXPECT_EQ(ok, n);
-  auto stats = Statistics(stub_.get(), "batched_double");
+  auto stats = Statistics("batched_double");
   EXPECT_EQ(stats.inference_count(), static_cast<uint64_t>(n));
   EXPECT_LT(stats.execution_count(), static_cast<uint64_t>(n) / 2) << "batches did not form";
   EXPECT_EQ(stats.inference_stats().success().count(), static_cast<uint64_t>(n));
@@ -89,7 +81,7 @@ TEST_F(ServerTest, TorchScriptModelIsBatchedAndAnswersEveryRequestWithItsOwnOutp
     return ::testing::AssertionSuccess();
   });
   EXPECT_EQ(ok, n);
-  auto stats = Statistics(stub_.get(), "double_sum_ts");
+  auto stats = Statistics("double_sum_ts");
   EXPECT_EQ(stats.inference_count(), static_cast<uint64_t>(n));
   EXPECT_LE(stats.execution_count(), stats.inference_count());
 

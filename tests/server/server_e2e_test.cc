@@ -382,21 +382,14 @@ TEST_F(ServerTest, LoadUnloadAndReloadUnderTrafficFailNoRequest) {
                     "import manypy.package, two_io as m; "
                     "manypy.package.export(m.build(), '" + v2 + "', name='two_io', version=2, **m.SIGNATURE)\"";
   ASSERT_EQ(system(cmd.c_str()), 0);
-  auto load = [&](const std::string& name) {
-    grpc::ClientContext ctx;
-    inference::RepositoryModelLoadRequest request;
-    request.set_model_name(name);
-    inference::RepositoryModelLoadResponse response;
-    return stub_->RepositoryModelLoad(&ctx, request, &response);
-  };
   // Reload (twice: the second finds the same newest version), then load and
   // unload another model, all while two_io serves traffic.
   for (int round = 0; round < 2; ++round) {
-    grpc::Status s = load("two_io");
+    grpc::Status s = LoadModel("two_io");
     ASSERT_TRUE(s.ok()) << s.error_message();
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
-  ASSERT_TRUE(load("failing").ok());
+  ASSERT_TRUE(LoadModel("failing").ok());
   {
     grpc::ClientContext ctx;
     inference::RepositoryModelUnloadRequest request;

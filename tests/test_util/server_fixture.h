@@ -50,6 +50,30 @@ class ServerTest : public ::testing::Test {
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
     return stub_->ModelInfer(&ctx, request, response);
   }
+  /// RepositoryModelLoad / RepositoryModelUnload of `name` (explicit mode).
+  grpc::Status LoadModel(const std::string& name) {
+    grpc::ClientContext ctx;
+    inference::RepositoryModelLoadRequest request;
+    request.set_model_name(name);
+    inference::RepositoryModelLoadResponse response;
+    return stub_->RepositoryModelLoad(&ctx, request, &response);
+  }
+  grpc::Status UnloadModel(const std::string& name) {
+    grpc::ClientContext ctx;
+    inference::RepositoryModelUnloadRequest request;
+    request.set_model_name(name);
+    inference::RepositoryModelUnloadResponse response;
+    return stub_->RepositoryModelUnload(&ctx, request, &response);
+  }
+  /// The statistics of `model` (empty when the server has none for it).
+  inference::ModelStatistics Statistics(const std::string& model) {
+    grpc::ClientContext ctx;
+    inference::ModelStatisticsRequest request;
+    request.set_name(model);
+    inference::ModelStatisticsResponse response;
+    EXPECT_TRUE(stub_->ModelStatistics(&ctx, request, &response).ok());
+    return response.model_stats_size() > 0 ? response.model_stats(0) : inference::ModelStatistics();
+  }
 
   testing::ServerProcess server_;
   std::shared_ptr<grpc::Channel> channel_;
