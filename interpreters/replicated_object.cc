@@ -47,6 +47,14 @@ Obj ReplicatedObject::In(InterpreterSession& session) const {
   return Obj(session.shim(), slot);
 }
 
+void ReplicatedObject::DropIn(InterpreterSession& session) const {
+  shim::Handle& slot = state_->handles[session.interpreter_index()];
+  if (slot == nullptr) return;
+  session.shim()->DecRef(slot);
+  slot = nullptr;
+  state_->instances--;
+}
+
 Value ReplicatedObject::Call(const std::vector<Value>& args, const Kwargs& kwargs) const {
   size_t index = state_->pool->balancer.Acquire();
   InterpreterSession session = detail::OpenSession(state_->pool, index);

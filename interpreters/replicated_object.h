@@ -24,6 +24,10 @@ class ReplicatedObject {
 
   /// This object in the session's interpreter, created on first use.
   Obj In(InterpreterSession& session) const;
+  /// Drops this object's instance in the session's interpreter (if it has
+  /// one), e.g. to free it there while that interpreter serves nothing else;
+  /// the next In would make it again.
+  void DropIn(InterpreterSession& session) const;
   /// Acquires a session from the pool and calls the object (or its `method`).
   Value Call(const std::vector<Value>& args, const Kwargs& kwargs = {}) const;
   Value CallMethod(const std::string& method, const std::vector<Value>& args,

@@ -18,7 +18,10 @@ std::string Seconds(std::chrono::microseconds d) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(Options options) : options_(options) {
+Dispatcher::Dispatcher(Options options)
+    : options_(options),
+      slot_executing_(options.slots, false),
+      slot_held_(options.slots, false) {
   for (size_t slot = 0; slot < options_.slots; ++slot) {
     workers_.emplace_back([this, slot] { Work(slot); });
   }
@@ -38,6 +41,7 @@ Dispatcher::~Dispatcher() {
     FinishRequest(*model, std::move(r), Unavailable("the server is shutting down"), {}, 0);
   }
   work_cv_.notify_all();
+  slot_cv_.notify_all();
   watchdog_cv_.notify_all();
   for (auto& w : workers_) w.join();
   watchdog_.join();
@@ -122,6 +126,13 @@ Dispatcher::ExecutionPtr Dispatcher::FindWork(
 void Dispatcher::Work(size_t slot) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
+    if (slot_held_[slot]) {
+      if (stopping_) return;
+      // A Submit may have woken this worker rather than a free one: pass it on.
+      work_cv_.notify_one();
+      slot_cv_.wait(lock);
+      continue;
+    }
     Clock::time_point now = Clock::now();
     Clock::time_point wake = Clock::time_point::max();
     std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>> expired;
@@ -151,14 +162,46 @@ void Dispatcher::Work(size_t slot) {
       if (execution->interrupt_at < watchdog_wake_) watchdog_cv_.notify_one();
     }
     running_.insert(execution);
+    slot_executing_[slot] = true;
     lock.unlock();
     Run(slot, *execution);
     lock.lock();
+    slot_executing_[slot] = false;
     running_.erase(execution);
     model.running_--;
     LeaveIfDrained(execution->model);
     work_cv_.notify_one();  // a model at its instance limit may run again
+    slot_cv_.notify_all();  // RunOnSlot may be waiting for this slot
   }
+}
+
+void Dispatcher::RunOnSlot(size_t slot, const std::function<void()>& work) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    slot_cv_.wait(lock, [&] { return !slot_held_[slot]; });
+    // Held before the running call ends, so the worker starts nothing new:
+    // a busy slot must not keep a load waiting for as long as requests come.
+    slot_held_[slot] = true;
+    slot_cv_.wait(lock, [&] { return !slot_executing_[slot]; });
+  }
+  struct GiveBack {
+    Dispatcher* d;
+    size_t slot;
+    ~GiveBack() {
+      {
+        std::lock_guard<std::mutex> lock(d->mu_);
+        d->slot_held_[slot] = false;
+      }
+      d->slot_cv_.notify_all();
+      d->work_cv_.notify_all();  // requests may have queued while the slot was held
+    }
+  } give_back{this, slot};
+  work();
+}
+
+bool Dispatcher::SlotHeld(size_t slot) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return slot_held_[slot];
 }
 
 void Dispatcher::Run(size_t slot, Execution& execution) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -53,6 +54,17 @@ class Dispatcher {
   /// Returns how many calls were still running.
   size_t Abandon();
 
+  /// Runs `work` on the caller's thread while slot `slot` starts no request:
+  /// takes the slot out of dispatch at once, waits for the execution running
+  /// there (if any) to end, runs `work`, then gives the slot back. Every
+  /// other slot serves on, so loading, warming up or unloading a model one
+  /// interpreter at a time never stops the server answering. One holder per
+  /// slot at a time; a second caller waits for the first. Never call it from
+  /// a model's own call (it would wait for itself).
+  void RunOnSlot(size_t slot, const std::function<void()>& work);
+  /// Whether a RunOnSlot holds `slot` (or waits there for its running call).
+  bool SlotHeld(size_t slot) const;
+
   size_t queued(const ModelQueue& model) const;
   size_t running(const ModelQueue& model) const;
 
@@ -95,9 +107,12 @@ class Dispatcher {
   std::condition_variable work_cv_;      // work may be available
   std::condition_variable watchdog_cv_;  // a deadline may have moved earlier
   std::condition_variable idle_cv_;      // a model drained / everything idle
+  std::condition_variable slot_cv_;      // a slot finished an execution or was given back
   std::vector<std::shared_ptr<ModelQueue>> models_;  // guarded by mu_; dispatch order
   size_t cursor_ = 0;                                // guarded by mu_: next model to serve
   std::set<ExecutionPtr> running_;                   // guarded by mu_
+  std::vector<bool> slot_executing_;                 // guarded by mu_: per slot
+  std::vector<bool> slot_held_;                      // guarded by mu_: per slot, by RunOnSlot
   Clock::time_point watchdog_wake_;                  // guarded by mu_
   bool draining_ = false;                            // guarded by mu_
   bool stopping_ = false;                            // guarded by mu_

@@ -45,6 +45,20 @@ class InterruptHook {
 class Executable {
  public:
   virtual ~Executable() = default;
+  /// Makes the model ready on slot `slot` (a Python model loads into that
+  /// interpreter), so that a broken model fails here and not on its first
+  /// request, and so that the load can happen while the slot serves nothing.
+  /// A model failure is INTERNAL (FAILED_PRECONDITION for what the server
+  /// lacks) naming it. By default there is nothing to do.
+  virtual Status Prepare(size_t slot) {
+    (void)slot;
+    return Status::Ok();
+  }
+  /// Frees what the model holds on `slot` ahead of its destruction (a Python
+  /// model drops its objects in that interpreter and collects its garbage),
+  /// again so it can happen while the slot serves nothing. The model is not
+  /// run on `slot` afterwards. By default there is nothing to do.
+  virtual void Release(size_t slot) { (void)slot; }
   /// Calls the model once on interpreter slot `slot` with `inputs` in
   /// manifest order; returns its outputs in manifest order. Blocks. A model
   /// failure is INTERNAL naming the model and the exception. While the call

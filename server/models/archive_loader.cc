@@ -15,7 +15,7 @@ StatusOr<std::shared_ptr<Executable>> LoadArchive(InterpreterPool* pool, const s
     if (!loaded.ok()) return loaded.status();
     return std::shared_ptr<Executable>(std::move(*loaded));
   }
-  auto loaded = PackagedModel::Load(pool, std::move(*archive));
+  auto loaded = PackagedModel::Open(pool, std::move(*archive));
   if (!loaded.ok()) return loaded.status();
   return std::shared_ptr<Executable>(std::move(*loaded));
 }

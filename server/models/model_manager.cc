@@ -1,5 +1,7 @@
 #include "server/models/model_manager.h"
 
+#include <algorithm>
+
 #include "server/inference/batching_scheduler.h"
 #include "server/inference/inference_observer.h"
 #include "server/log.h"
@@ -43,6 +45,9 @@ StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(InterpreterPool* po
     return InvalidArgument("the model manager needs an interpreter pool or a loader");
   }
   if (slots == 0) return InvalidArgument("the model manager needs at least one interpreter");
+  if (dispatcher->slots() < slots) {
+    return InvalidArgument("the dispatcher has fewer slots than the model manager's interpreters");
+  }
   if (!options.loader) {
     options.loader = [pool](const std::string& path, Manifest* manifest) {
       return LoadArchive(pool, path, manifest);
@@ -59,6 +64,7 @@ StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(InterpreterPool* po
     }
   }
   for (const auto& name : names) manager->Load(name);  // failures are in the index
+  manager->starting_ = false;
   return manager;
 }
 
@@ -177,9 +183,11 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
   if (!settings.ok()) return settings.status();
   LoadTimes times;
   times.load_seconds = SecondsSince(start);
-  Clock::time_point warm_start = Clock::now();
-  MANYPY_RETURN_IF_ERROR(WarmUp(*executable, m, slots_, settings->warmup_runs));
-  times.warmup_seconds = SecondsSince(warm_start);
+  Status prepared = PrepareEverySlot(*executable, m, settings->warmup_runs, &times);
+  if (!prepared.ok()) {
+    ReleaseEverySlot(*executable);
+    return prepared;
+  }
 
   std::unique_ptr<Scheduler> scheduler;
   if (settings->dynamic_batching) {
@@ -203,6 +211,59 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
   }
   return std::make_shared<Model>(entry.path, std::move(*settings), times, std::move(queue),
                                  dispatcher_);
+}
+
+Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
+                                      int64_t warmup_runs, LoadTimes* times) {
+  struct SlotResult {
+    Status status;
+    double load_seconds = 0;
+    double warmup_seconds = 0;
+  };
+  std::vector<SlotResult> results(slots_);
+  auto prepare = [&](size_t slot) {
+    SlotResult& r = results[slot];
+    dispatcher_->RunOnSlot(slot, [&] {
+      Clock::time_point start = Clock::now();
+      r.status = executable.Prepare(slot);
+      r.load_seconds = SecondsSince(start);
+      if (!r.status.ok()) return;
+      start = Clock::now();
+      r.status = WarmUp(executable, m, slot, warmup_runs);
+      r.warmup_seconds = SecondsSince(start);
+    });
+  };
+  // Once requests may come, one interpreter at a time: the others keep
+  // answering (loading every interpreter at once stalled every model for the
+  // length of the load: make soak's p99). At the start, before any frontend
+  // listens, all at once, which is faster.
+  if (slots_ > 1 && !starting_ && !dispatcher_->Loads().empty()) {
+    for (size_t slot = 0; slot < slots_; ++slot) {
+      prepare(slot);
+      times->load_seconds += results[slot].load_seconds;
+      times->warmup_seconds += results[slot].warmup_seconds;
+      if (!results[slot].status.ok()) return results[slot].status;
+    }
+    return Status::Ok();
+  }
+  std::vector<std::thread> threads;
+  for (size_t slot = 0; slot < slots_; ++slot) threads.emplace_back(prepare, slot);
+  for (auto& t : threads) t.join();
+  double load = 0, warmup = 0;
+  for (const SlotResult& r : results) {
+    if (!r.status.ok()) return r.status;
+    load = std::max(load, r.load_seconds);
+    warmup = std::max(warmup, r.warmup_seconds);
+  }
+  times->load_seconds += load;
+  times->warmup_seconds += warmup;
+  return Status::Ok();
+}
+
+void ModelManager::ReleaseEverySlot(Executable& executable) {
+  for (size_t slot = 0; slot < slots_; ++slot) {
+    dispatcher_->RunOnSlot(slot, [&] { executable.Release(slot); });
+  }
 }
 
 void ModelManager::Retire(std::shared_ptr<Model> model) {
@@ -237,6 +298,9 @@ void ModelManager::UnloadRetired() {
       for (auto& m : drained) {
         std::string what = m->name() + " version " + std::to_string(m->version());
         Clock::time_point start = Clock::now();
+        // Slot by slot, each held out of dispatch, so that the other models
+        // serve on while this one's objects are freed.
+        ReleaseEverySlot(m->queue()->executable());
         m.reset();
         Log(LogLevel::kInfo, "model " + what + " unloaded in " + Fixed(SecondsSince(start)) + " s");
       }

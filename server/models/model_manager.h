@@ -3,6 +3,7 @@
 // Thread-safe. Lock order: load_mu_, mu_, then the Dispatcher's; no GIL under mu_.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -95,6 +96,13 @@ class ModelManager {
 
   /// Loads, warms up and registers one archive.
   StatusOr<std::shared_ptr<Model>> LoadVersion(const RepositoryEntry& entry);
+  /// Prepares and warms up `executable` on every interpreter slot, each held
+  /// out of dispatch meanwhile (one at a time while anything serves); adds
+  /// the time taken to `times`.
+  Status PrepareEverySlot(Executable& executable, const Manifest& manifest, int64_t warmup_runs,
+                          LoadTimes* times);
+  /// Releases `executable` on every slot in turn, each held out of dispatch.
+  void ReleaseEverySlot(Executable& executable);
   /// Stops dispatching to `model`; it is unloaded once drained. REQUIRES: mu_.
   void Retire(std::shared_ptr<Model> model);
   /// The retirer thread: unloads drained versions, off every request thread.
@@ -107,6 +115,8 @@ class ModelManager {
 
   InferenceStatsRegistry stats_;  // per version, across reloads (thread-safe)
   std::mutex load_mu_;  // one load or unload at a time
+  // True while Create loads the startup models (no frontend serves yet).
+  std::atomic<bool> starting_{true};
   mutable std::mutex mu_;
   std::map<std::string, Slot> models_;           // guarded by mu_
   std::vector<std::shared_ptr<Model>> retired_;  // guarded by mu_: draining, then unloaded

@@ -49,6 +49,24 @@ StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(InterpreterPool* po
 
 StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(
     InterpreterPool* pool, std::unique_ptr<PackageArchive> archive) {
+  auto opened = Open(pool, std::move(archive));
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<PackagedModel> model = std::move(*opened);
+  // Every interpreter at once: nothing else runs on them yet.
+  std::vector<Status> results(pool->size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < pool->size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = model->Prepare(i); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) {
+    if (!r.ok()) return r;
+  }
+  return model;
+}
+
+StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Open(
+    InterpreterPool* pool, std::unique_ptr<PackageArchive> archive) {
   const std::string archive_path = archive->path();
   if (archive->manifest().platform != kPythonPlatform)
     return InvalidArgument(archive_path + ": platform '" + archive->manifest().platform +
@@ -81,31 +99,32 @@ StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(
     return s.Global("functools", "partial").CallWith({infer, model.In(s), s.FromValue(method),
                                                       s.FromValue(names), s.FromValue(device)});
   });
-
-  // Load everywhere now, in parallel, so that a broken model fails here and
-  // not on its first request.
-  std::vector<Status> results(pool->size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < pool->size(); ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        InterpreterSession session = pool->AcquireAt(i);
-        runner.In(session);
-      } catch (const PythonError& e) {
-        if (e.type() == kMissingModulesError) {
-          results[i] = FailedPrecondition("loading " + archive_path + " failed: " + e.message());
-        } else {
-          results[i] = Internal("loading " + archive_path + " failed: " + e.what());
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& r : results) {
-    if (!r.ok()) return r;
-  }
   return std::unique_ptr<PackagedModel>(new PackagedModel(
       pool, std::move(archive), std::move(*storages), std::move(model), std::move(runner)));
+}
+
+Status PackagedModel::Prepare(size_t slot) {
+  try {
+    InterpreterSession session = pool_->AcquireAt(slot);
+    runner_.In(session);
+    return Status::Ok();
+  } catch (const PythonError& e) {
+    if (e.type() == kMissingModulesError) {
+      return FailedPrecondition("loading " + archive_->path() + " failed: " + e.message());
+    }
+    return Internal("loading " + archive_->path() + " failed: " + e.what());
+  }
+}
+
+void PackagedModel::Release(size_t slot) {
+  {
+    InterpreterSession session = pool_->AcquireAt(slot);
+    runner_.DropIn(session);
+    model_.DropIn(session);
+  }
+  CollectGarbage(slot);
+  std::lock_guard<std::mutex> lock(released_mu_);
+  released_[slot] = true;
 }
 
 PackagedModel::~PackagedModel() {
@@ -115,13 +134,18 @@ PackagedModel::~PackagedModel() {
   // interpreter may never do: each reload kept ~12 MiB resident until some
   // later allocation happened to trigger a full collection (make soak).
   { ReplicatedObject runner = std::move(runner_), model = std::move(model_); }
+  std::lock_guard<std::mutex> lock(released_mu_);
   for (size_t i = 0; i < pool_->size(); ++i) {
-    try {
-      InterpreterSession session = pool_->AcquireAt(i);
-      session.Global("gc", "collect").Call();
-    } catch (const std::exception&) {  // a destructor must not throw
-      // Collection only returns memory sooner; the model is unloaded either way.
-    }
+    if (!released_[i]) CollectGarbage(i);
+  }
+}
+
+void PackagedModel::CollectGarbage(size_t slot) {
+  try {
+    InterpreterSession session = pool_->AcquireAt(slot);
+    session.Global("gc", "collect").Call();
+  } catch (const std::exception&) {  // called from a destructor: must not throw
+    // Collection only returns memory sooner; the model is unloaded either way.
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,10 +31,21 @@ class PackagedModel final : public Executable {
   /// As above, for an archive already opened (and validated).
   static StatusOr<std::unique_ptr<PackagedModel>> Load(InterpreterPool* pool,
                                                       std::unique_ptr<PackageArchive> archive);
+  /// As Load, but loads the model in no interpreter yet: Prepare(slot) does,
+  /// one interpreter at a time (the model manager, while the others serve).
+  /// Only the archive's and device errors here; the Python ones come from Prepare.
+  static StatusOr<std::unique_ptr<PackagedModel>> Open(InterpreterPool* pool,
+                                                      std::unique_ptr<PackageArchive> archive);
 
-  /// Drops the model in every interpreter, then runs each one's cyclic
-  /// garbage collector (takes every interpreter in turn; see the .cc for why).
+  /// Drops the model in every interpreter not yet released, then runs each
+  /// one's cyclic garbage collector (takes those interpreters in turn; see the
+  /// .cc for why).
   ~PackagedModel() override;
+
+  /// Loads the model in interpreter `slot` (Load's Python errors).
+  Status Prepare(size_t slot) override;
+  /// Drops the model in interpreter `slot` and collects that interpreter's garbage.
+  void Release(size_t slot) override;
 
   const Manifest& manifest() const { return archive_->manifest(); }
 
@@ -61,7 +73,11 @@ class PackagedModel final : public Executable {
         archive_(std::move(archive)),
         storages_(std::move(storages)),
         model_(std::move(model)),
-        runner_(std::move(runner)) {}
+        runner_(std::move(runner)),
+        released_(pool->size(), false) {}
+
+  /// Runs interpreter `slot`'s cyclic garbage collector (never throws).
+  void CollectGarbage(size_t slot);
 
   // Constant after Load.
   InterpreterPool* const pool_;
@@ -69,6 +85,8 @@ class PackagedModel final : public Executable {
   std::shared_ptr<MappedStorages> storages_;
   ReplicatedObject model_;   // the user's model object
   ReplicatedObject runner_;  // infer(model, method, output names, inputs) bound to it
+  std::mutex released_mu_;
+  std::vector<bool> released_;  // guarded by released_mu_: per interpreter, by Release
 };
 
 }  // namespace manypy

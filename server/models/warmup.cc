@@ -2,8 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <thread>
-
 #include "server/inference/datatypes.h"
 
 namespace manypy {
@@ -34,25 +32,15 @@ std::vector<Value> SignatureInputs(const Manifest& m) {
   return inputs;
 }
 
-Status WarmUp(Executable& model, const Manifest& m, size_t slots, int64_t runs) {
+Status WarmUp(Executable& model, const Manifest& m, size_t slot, int64_t runs) {
   if (runs <= 0) return Status::Ok();
   std::vector<Value> inputs = SignatureInputs(m);
-  std::vector<Status> results(slots);
-  std::vector<std::thread> threads;
-  for (size_t slot = 0; slot < slots; ++slot) {
-    threads.emplace_back([&, slot] {
-      InterruptHook hook;  // nothing interrupts a warm-up
-      for (int64_t i = 0; i < runs && results[slot].ok(); ++i) {
-        auto out = model.Run(slot, inputs, &hook);
-        if (!out.ok()) results[slot] = out.status();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const Status& s : results) {
-    if (!s.ok()) {
+  InterruptHook hook;  // nothing interrupts a warm-up
+  for (int64_t i = 0; i < runs; ++i) {
+    auto out = model.Run(slot, inputs, &hook);
+    if (!out.ok()) {
       return Internal("warm-up of model '" + m.name + "' with inputs made from its signature failed: " +
-                      s.message());
+                      out.status().message());
     }
   }
   return Status::Ok();

@@ -16,8 +16,8 @@ namespace manypy {
 /// (variable dimensions and the batch dimension 1), BYTES as b"manypy".
 std::vector<Value> SignatureInputs(const Manifest& manifest);
 
-/// Runs `runs` calls with SignatureInputs on each of `slots` interpreters, in
-/// parallel. INTERNAL naming the model and the failure.
-Status WarmUp(Executable& model, const Manifest& manifest, size_t slots, int64_t runs);
+/// Runs `runs` calls with SignatureInputs on interpreter `slot`. INTERNAL
+/// naming the model and the failure.
+Status WarmUp(Executable& model, const Manifest& manifest, size_t slot, int64_t runs);
 
 }  // namespace manypy

@@ -175,5 +175,46 @@ TEST(PackagedModelTest, UnloadingFreesTheModelsImporterInEveryInterpreter) {
   }
 }
 
+TEST(PackagedModelTest, OpenLoadsNowherePrepareLoadsOneInterpreterReleaseFreesIt) {
+  auto pool = MakeModelPool(2);
+  ASSERT_NE(pool, nullptr);
+  const std::string importers =
+      "sum(type(o).__name__ == 'PackageImporter' for o in __import__('gc').get_objects())";
+  auto count = [&](size_t i) {
+    auto s = pool->AcquireAt(i);
+    return s.Eval(importers).ToValue().to_int();
+  };
+  auto archive = PackageArchive::Open(ArchivePath("text_classifier"));
+  ASSERT_TRUE(archive.ok()) << archive.status().ToString();
+  auto model = PackagedModel::Open(pool.get(), std::move(*archive));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ(count(0), 0);
+  EXPECT_EQ(count(1), 0);
+  ASSERT_TRUE((*model)->Prepare(1).ok());
+  EXPECT_EQ(count(0), 0) << "Prepare(1) loaded interpreter 0 too";
+  EXPECT_EQ(count(1), 1);
+  ASSERT_TRUE((*model)->Prepare(0).ok());
+  EXPECT_EQ(count(0), 1);
+  (*model)->Release(1);  // freed at once, while the model lives on in interpreter 0
+  EXPECT_EQ(count(1), 0);
+  EXPECT_EQ(count(0), 1);
+  model->reset();
+  EXPECT_EQ(count(0), 0);
+}
+
+TEST(PackagedModelTest, OpenTouchesNoInterpreterAndPrepareNamesAMissingExternModule) {
+  auto pool = MakeModelPool(2);
+  ASSERT_NE(pool, nullptr);
+  auto archive = PackageArchive::Open(std::string(MANYPY_TEST_REPOSITORY) +
+                                      "/missing_module/needs_missing_module.mpk");
+  ASSERT_TRUE(archive.ok()) << archive.status().ToString();
+  auto model = PackagedModel::Open(pool.get(), std::move(*archive));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();  // no Python ran yet
+  Status prepared = (*model)->Prepare(1);
+  EXPECT_EQ(prepared.code(), StatusCode::kFailedPrecondition) << prepared.ToString();
+  EXPECT_NE(prepared.message().find("cannot import: manypy_test_installed_lib"), std::string::npos)
+      << prepared.message();
+}
+
 }  // namespace
 }  // namespace manypy

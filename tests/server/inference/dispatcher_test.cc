@@ -1,9 +1,13 @@
 // The Dispatcher with fake models (no Python, no sockets): batches form and
 // split back per request, instance limits, fairness, deadlines while queued,
-// execution limits, retirement and shutdown.
+// execution limits, retirement and shutdown, slots held for model loads.
 #include "server/inference/dispatcher.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
 
 #include "server/inference/batching_scheduler.h"
 #include "tests/test_util/fake_executable.h"
@@ -120,6 +124,61 @@ TEST(DispatcherTest, AColdModelIsServedWhileAHotOneHasABacklog) {
   // Turns alternate: the cold request ran after at most a couple of hot ones.
   EXPECT_LT(hq->stats().execution_count.load(), 10u);
   ASSERT_TRUE(hot_answers->Wait(200));
+}
+
+TEST(DispatcherTest, AHeldSlotStartsNothingWhileTheOthersServeOnAndServesAgainAfter) {
+  auto fake = std::make_shared<FakeExecutable>(2.0, 2ms);
+  Dispatcher d({2});
+  auto q = MakeQueue("m", fake, 2, false);
+  d.Add(q);
+  auto answers = std::make_shared<Answers>();
+  bool all_answered_while_held = false;
+  d.RunOnSlot(0, [&] {
+    for (int i = 0; i < 20; ++i) Submit(d, q, MakeRequest(answers, 1));
+    all_answered_while_held = answers->Wait(20);
+  });
+  ASSERT_TRUE(all_answered_while_held) << "slot 1 did not serve while slot 0 was held";
+  {
+    std::lock_guard<std::mutex> lock(fake->mu_);
+    for (size_t slot : fake->slots_) EXPECT_EQ(slot, 1u) << "a call ran on the held slot";
+  }
+  // Given back, slot 0 serves again: two calls at once need both slots.
+  auto slow = std::make_shared<FakeExecutable>(2.0, 100ms);
+  auto sq = MakeQueue("slow", slow, 2, false);
+  d.Add(sq);
+  auto more = std::make_shared<Answers>();
+  for (int i = 0; i < 4; ++i) Submit(d, sq, MakeRequest(more, 1));
+  ASSERT_TRUE(more->Wait(4));
+  std::lock_guard<std::mutex> lock(slow->mu_);
+  EXPECT_GT(std::count(slow->slots_.begin(), slow->slots_.end(), 0u), 0);
+}
+
+TEST(DispatcherTest, HoldingASlotWaitsForItsCallAndQueuedRequestsRunWhenGivenBack) {
+  auto fake = std::make_shared<FakeExecutable>(2.0, 0us);
+  Dispatcher d({1});
+  auto q = MakeQueue("m", fake, 1, false);
+  d.Add(q);
+  auto answers = std::make_shared<Answers>();
+  Submit(d, q, MakeRequest(answers, FakeExecutable::hang_value));
+  while (fake->running_ == 0) std::this_thread::sleep_for(1ms);
+  std::atomic<bool> held{false};
+  std::thread holder([&] {
+    d.RunOnSlot(0, [&] {
+      held = true;
+      EXPECT_EQ(fake->running_.load(), 0) << "held while a call still ran there";
+      Submit(d, q, MakeRequest(answers, 3));
+      std::this_thread::sleep_for(50ms);
+      EXPECT_EQ(answers->Get().size(), 1u) << "a call started on the held slot";
+    });
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(held) << "the slot was held while its call ran";
+  fake->release_ = true;  // the running call ends; the holder goes next
+  holder.join();
+  EXPECT_TRUE(held);
+  ASSERT_TRUE(answers->Wait(2));
+  EXPECT_TRUE(answers->Get()[1].status.ok()) << answers->Get()[1].status.ToString();
+  EXPECT_EQ(fake->calls_.load(), 2);
 }
 
 TEST(DispatcherTest, FullQueueIsRefusedAtOnce) {

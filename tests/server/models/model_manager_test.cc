@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -38,8 +39,8 @@ Manifest TestManifest(const std::string& name, int64_t version) {
   return m;
 }
 
-/// Calls wait here until the test opens it (at most 20 s, so a failing test
-/// cannot hang the dispatcher's shutdown).
+/// Calls wait here until the test opens it or lets them through one by one
+/// (at most 20 s, so a failing test cannot hang the dispatcher's shutdown).
 class Gate {
  public:
   void Open() {
@@ -51,15 +52,23 @@ class Gate {
     std::lock_guard<std::mutex> lock(mu_);
     open_ = false;
   }
+  /// Lets `n` more calls through a closed gate.
+  void Permit(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    permits_ += n;
+    cv_.notify_all();
+  }
   void Pass() {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, 20s, [this] { return open_; });
+    cv_.wait_for(lock, 20s, [this] { return open_ || permits_ > 0; });
+    if (!open_ && permits_ > 0) --permits_;
   }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = true;
+  int permits_ = 0;  // guarded by mu_
 };
 
 /// What a test learns about one GatedExecutable, also once it is gone.
@@ -128,6 +137,95 @@ class RefusesZeros final : public Executable {
     if (zeros) return Internal("ValueError: all-zero input");
     return inputs;
   }
+};
+
+/// What a SlotExecutable saw, per interpreter slot. Thread-safe.
+class SlotLog {
+ public:
+  /// Prepare waits (at most 5 s) until this many slots are preparing at once.
+  int wait_for_all_preparing = 0;
+
+  void StartPreparing(size_t slot) {
+    std::unique_lock<std::mutex> lock(mu_);
+    prepared_.push_back(slot);
+    max_preparing_ = std::max(max_preparing_, ++preparing_);
+    cv_.notify_all();
+    cv_.wait_for(lock, 5s, [&] { return preparing_ >= wait_for_all_preparing; });
+  }
+  void EndPreparing() {
+    std::lock_guard<std::mutex> lock(mu_);
+    --preparing_;
+  }
+  void RecordRun(size_t slot) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ran_.push_back(slot);
+  }
+  void RecordRelease(size_t slot) {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_.push_back(slot);
+  }
+
+  /// Slots prepared, in order (sorted: at start the order is not defined).
+  std::vector<size_t> Prepared() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<size_t> out = prepared_;
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  /// The slot prepared first.
+  size_t FirstPrepared() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prepared_.empty() ? SIZE_MAX : prepared_.front();
+  }
+  std::vector<size_t> Ran() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ran_;
+  }
+  std::vector<size_t> Released() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return released_;
+  }
+  int preparing() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return preparing_;
+  }
+  int max_preparing() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return max_preparing_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<size_t> prepared_, ran_, released_;  // guarded by mu_
+  int preparing_ = 0;                              // guarded by mu_
+  int max_preparing_ = 0;                          // guarded by mu_
+};
+
+/// Returns inputs x factor; Prepare passes `prepare_gate`; logs every slot.
+class SlotExecutable final : public Executable {
+ public:
+  SlotExecutable(std::shared_ptr<Gate> prepare_gate, double factor, std::shared_ptr<SlotLog> log)
+      : prepare_gate_(std::move(prepare_gate)), factor_(factor), log_(std::move(log)) {}
+  Status Prepare(size_t slot) override {
+    log_->StartPreparing(slot);
+    prepare_gate_->Pass();
+    log_->EndPreparing();
+    return Status::Ok();
+  }
+  void Release(size_t slot) override { log_->RecordRelease(slot); }
+  StatusOr<std::vector<Value>> Run(size_t slot, const std::vector<Value>& inputs,
+                                   InterruptHook*) override {
+    log_->RecordRun(slot);
+    std::vector<Value> out;
+    for (const auto& v : inputs) out.emplace_back(v.to_tensor() * factor_);
+    return out;
+  }
+
+ private:
+  const std::shared_ptr<Gate> prepare_gate_;
+  const double factor_;
+  const std::shared_ptr<SlotLog> log_;
 };
 
 template <typename Predicate>
@@ -296,29 +394,45 @@ TEST_F(ModelManagerTest, LoaderErrorIsShownInTheIndexAndByGet) {
 
 TEST_F(ModelManagerTest, ReloadWhileRequestsAreInFlightFailsNoneAndUnloadsTheOldOneWhenDrained) {
   auto gate1 = NewGate();
+  auto prepare_gate2 = NewGate();
   auto answers1 = std::make_shared<Answers>();
   auto trace1 = std::make_shared<Trace>();
   trace1->answers = answers1;
+  auto slots2 = std::make_shared<SlotLog>();
   loader_.set_make([=](const Manifest& m) -> StatusOr<std::shared_ptr<Executable>> {
-    if (m.version != 1) return FakeLoader::MakeFake(m);
+    if (m.version != 1) {
+      return std::shared_ptr<Executable>(std::make_shared<SlotExecutable>(prepare_gate2, 20, slots2));
+    }
     return std::shared_ptr<Executable>(std::make_shared<GatedExecutable>(gate1, 10, trace1));
   });
   WriteArchive("m_1.mpk", TestManifest("m", 1));
   ModelManager::Options options;
-  options.serving.overrides["m"] = {{"instance_count", "1"}};  // v1 keeps one worker free
+  options.serving.overrides["m"] = {{"instance_count", "1"}};  // so that requests queue
   ASSERT_TRUE(Start(options));
-  gate1->Close();
-
   std::shared_ptr<Model> v1 = Serving("m");
   ASSERT_NE(v1, nullptr);
   std::weak_ptr<Executable> exe1 = loader_.Made("m", 1);
   auto* gated = dynamic_cast<GatedExecutable*>(exe1.lock().get());
   ASSERT_NE(gated, nullptr);
-  for (int i = 1; i <= 6; ++i) EXPECT_EQ(v1->Infer(MakeRequest(answers1, static_cast<float>(i))), nullptr);
-  ASSERT_TRUE(WaitFor([&] { return gated->waiting_ == 1; }));  // one runs, five queued
 
+  // The reload loads interpreter 0 (held), while version 1 takes requests:
+  // one runs on interpreter 1, five queue behind it.
   WriteArchive("m_2.mpk", TestManifest("m", 2));
-  ASSERT_TRUE(manager_->Load("m").ok());
+  prepare_gate2->Close();
+  Status reloaded = Internal("not done");
+  std::thread reload([&] { reloaded = manager_->Load("m"); });
+  ASSERT_TRUE(WaitFor([&] { return slots2->preparing() == 1; }));
+  gate1->Close();
+  for (int i = 1; i <= 6; ++i) EXPECT_EQ(v1->Infer(MakeRequest(answers1, static_cast<float>(i))), nullptr);
+  ASSERT_TRUE(WaitFor([&] { return gated->waiting_ == 1; }));
+  // Interpreter 1 is next: the reload waits for the call running there, which
+  // the gate lets finish; the next one starts on interpreter 0 and waits.
+  prepare_gate2->Open();
+  ASSERT_TRUE(WaitFor([&] { return dispatcher_->SlotHeld(1); }));
+  gate1->Permit(1);
+  reload.join();
+  ASSERT_TRUE(reloaded.ok()) << reloaded.ToString();
+
   std::shared_ptr<Model> v2 = Serving("m");
   ASSERT_NE(v2, nullptr);
   EXPECT_EQ(v2->version(), 2);
@@ -331,7 +445,7 @@ TEST_F(ModelManagerTest, ReloadWhileRequestsAreInFlightFailsNoneAndUnloadsTheOld
 
   std::this_thread::sleep_for(200ms);  // the retirer looks every 20 ms while one drains
   EXPECT_FALSE(exe1.expired()) << "version 1 was unloaded with requests still queued";
-  EXPECT_TRUE(answers1->Get().empty());
+  EXPECT_EQ(answers1->Get().size(), 1u);
 
   gate1->Open();
   ASSERT_TRUE(answers1->Wait(7));
@@ -348,6 +462,59 @@ TEST_F(ModelManagerTest, ReloadWhileRequestsAreInFlightFailsNoneAndUnloadsTheOld
   }
   ExpectUnloadedOnTheManagersThread(*trace1);
   EXPECT_FALSE(loader_.Made("m", 2).expired());
+}
+
+TEST_F(ModelManagerTest, ReloadLoadsOneInterpreterAtATimeWhileTheOthersServe) {
+  auto prepare_gate = NewGate();
+  auto slots1 = std::make_shared<SlotLog>();
+  auto slots2 = std::make_shared<SlotLog>();
+  loader_.set_make([=](const Manifest& m) -> StatusOr<std::shared_ptr<Executable>> {
+    auto log = m.version == 1 ? slots1 : slots2;
+    return std::shared_ptr<Executable>(std::make_shared<SlotExecutable>(
+        m.version == 1 ? NewGate() : prepare_gate, 10.0 * static_cast<double>(m.version), log));
+  });
+  WriteArchive("m_1.mpk", TestManifest("m", 1));
+  ASSERT_TRUE(Start());
+  EXPECT_EQ(slots1->Prepared(), (std::vector<size_t>{0, 1}));
+  std::shared_ptr<Model> v1 = Serving("m");
+  ASSERT_NE(v1, nullptr);
+
+  WriteArchive("m_2.mpk", TestManifest("m", 2));
+  prepare_gate->Close();
+  Status reloaded = Internal("not done");
+  std::thread reload([&] { reloaded = manager_->Load("m"); });
+  ASSERT_TRUE(WaitFor([&] { return slots2->preparing() == 1; }));
+  // Version 2 loads on one interpreter; the other answers version 1's requests.
+  size_t warmups = slots1->Ran().size();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(InferOne(*v1, 1), 10);
+  size_t loading = slots2->FirstPrepared();
+  std::vector<size_t> ran = slots1->Ran();
+  ASSERT_EQ(ran.size(), warmups + 5);
+  for (size_t i = warmups; i < ran.size(); ++i) {
+    EXPECT_NE(ran[i], loading) << "version 1 ran on the interpreter version 2 was loading into";
+  }
+  prepare_gate->Open();
+  reload.join();
+  ASSERT_TRUE(reloaded.ok()) << reloaded.ToString();
+  EXPECT_EQ(slots2->Prepared(), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(slots2->max_preparing(), 1) << "a reload loaded several interpreters at once";
+  EXPECT_EQ(InferOne(*Serving("m"), 1), 20);
+  v1.reset();
+  // Version 1 is released one interpreter at a time, then destroyed.
+  ASSERT_TRUE(WaitFor([&] { return slots1->Released().size() == 2; }));
+  EXPECT_EQ(slots1->Released(), (std::vector<size_t>{0, 1}));
+}
+
+TEST_F(ModelManagerTest, AtStartEveryInterpreterLoadsAtOnce) {
+  auto slots = std::make_shared<SlotLog>();
+  slots->wait_for_all_preparing = kSlots;
+  loader_.set_make([=](const Manifest&) -> StatusOr<std::shared_ptr<Executable>> {
+    return std::shared_ptr<Executable>(std::make_shared<SlotExecutable>(NewGate(), 10, slots));
+  });
+  WriteArchive("m_1.mpk", TestManifest("m", 1));
+  ASSERT_TRUE(Start());
+  EXPECT_EQ(slots->max_preparing(), static_cast<int>(kSlots));
+  EXPECT_EQ(IndexEntry("m", 1).state, ModelState::kReady);
 }
 
 TEST_F(ModelManagerTest, StatisticsSurviveReloadsPerVersion) {
