@@ -18,8 +18,10 @@
 #include "server/auth/access_tokens.h"
 #include "server/blas_info.h"
 #include "server/cpu_quota.h"
+#include "server/grpc/grpc_connection_limit.h"
 #include "server/grpc/grpc_frontend.h"
 #include "server/grpc/grpc_tls.h"
+#include "server/grpc/listening_sockets.h"
 #include "server/http/http_frontend.h"
 #include "server/inference/dispatcher.h"
 #include "server/log.h"
@@ -158,17 +160,29 @@ int main(int argc, char** argv) {
 
   GrpcFrontend frontend(models->get(), {options->explicit_model_control, *tokens});
   grpc::EnableDefaultHealthCheckService(true);
+  // grpc 1.51 cannot bound its connections: the port is bound here, and its
+  // connections reach gRPC through an external acceptor (with the port's
+  // credentials), at most --grpc-max-connections open at once.
+  auto sockets = ListeningSockets::Listen(options->grpc_address, options->grpc_port);
+  if (!sockets.ok()) return Fail(sockets.status().message());
+  const int port = sockets->port();
   grpc::ServerBuilder builder;
-  int port = 0;
-  std::string address = options->grpc_address + ":" + std::to_string(options->grpc_port);
-  builder.AddListeningPort(address, GrpcServerCredentials(tls.get()), &port);
+  auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+      GrpcServerCredentials(tls.get()));
   builder.RegisterService(&frontend);
   builder.SetMaxReceiveMessageSize(options->max_message_bytes);
   builder.SetMaxSendMessageSize(options->max_message_bytes);
-  // Per HTTP/2 connection; grpc 1.51 has no bound on the number of connections.
+  // Per HTTP/2 connection.
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options->grpc_max_concurrent_streams);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) return Fail("cannot listen on " + address);
+  if (server == nullptr) return Fail("cannot start the gRPC server");
+  // Started after the server (gRPC drops connections handed to it before), and
+  // declared after it: on every return it stops accepting before gRPC shuts down.
+  auto limit_started = GrpcConnectionLimit::Start(std::move(*sockets), std::move(acceptor),
+                                                  options->grpc_max_connections);
+  if (!limit_started.ok()) return Fail(limit_started.status().message());
+  std::unique_ptr<GrpcConnectionLimit> grpc_connections = std::move(*limit_started);
   auto* health = server->GetHealthCheckService();
   health->SetServingStatus(true);
   // HTTP/REST: the same request path; its line comes before the final "listening on".
@@ -208,6 +222,7 @@ int main(int argc, char** argv) {
   size_t stuck = drained ? 0 : dispatcher.Abandon();
   if (http) http->Stop();  // every inference is answered: write the last replies, close
   // Every inference call is answered now; this ends the remaining calls (streams).
+  grpc_connections->Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server->Wait();
   if (stuck > 0) {

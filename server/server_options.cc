@@ -131,6 +131,9 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
   } else if (flag == "http-max-connections") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
     o->http_max_connections = static_cast<int>(n);
+  } else if (flag == "grpc-max-connections") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
+    o->grpc_max_connections = static_cast<int>(n);
   } else if (flag == "grpc-max-concurrent-streams") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
     o->grpc_max_concurrent_streams = static_cast<int>(n);
@@ -219,6 +222,9 @@ Security (SECURITY.md):
                              (default 32 GiB)
   --http-max-connections=N   open HTTP connections (default 1024); a connection
                              over the limit is closed at once without a reply
+  --grpc-max-connections=N   open gRPC connections (default 1024); a connection
+                             over the limit is closed at once, its calls failing
+                             UNAVAILABLE (a warning, at most once every 10 s)
   --grpc-max-concurrent-streams=N
                              concurrent calls per gRPC connection (HTTP/2
                              streams; default 1024); more wait in the client

@@ -42,6 +42,7 @@ struct ServerOptions {
   /// Limits on what clients (and the repository) can make the server hold.
   int64_t max_archive_bytes = int64_t{32} << 30;  ///< an archive's file size
   int http_max_connections = 1024;                ///< open HTTP connections; more are closed
+  int grpc_max_connections = 1024;                ///< open gRPC connections; more are closed
   int grpc_max_concurrent_streams = 1024;         ///< per HTTP/2 connection; more wait
   /// Queue, execution-limit and warm-up defaults and per-model overrides.
   ServingDefaults serving;

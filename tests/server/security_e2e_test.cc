@@ -349,6 +349,60 @@ TEST_F(SecurityTest, RequestsOverEveryLimitAreRefusedAndTheServerServesOn) {
   EXPECT_TRUE(Infer(TwoIoRequest(true), &out).ok());
 }
 
+TEST_F(SecurityTest, GrpcConnectionsOverTheLimitAreClosedAndTheServerServesOn) {
+  server_.set_stderr_path((dir_ / "server.log").string());
+  StartServer({"--model-control-mode=explicit", "--load-model=two_io", "--no-metrics", "--no-http",
+               "--grpc-max-connections=2"});
+  // Each channel its own connection (channels to one address share one otherwise),
+  // connected by its first call.
+  auto connect = [&] {
+    grpc::ChannelArguments own_connection;
+    own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    return GRPCInferenceService::NewStub(
+        grpc::CreateCustomChannel(server_.address(), grpc::InsecureChannelCredentials(), own_connection));
+  };
+  auto infer = [](GRPCInferenceService::Stub* stub) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ModelInferResponse out;
+    return stub->ModelInfer(&ctx, TwoIoRequest(true), &out);
+  };
+  auto first = connect(), second = connect();
+  ASSERT_TRUE(infer(first.get()).ok());
+  ASSERT_TRUE(infer(second.get()).ok());
+  for (int i = 0; i < 3; ++i) {  // closed at once: UNAVAILABLE well before the deadline
+    auto over = connect();
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(infer(over.get()).error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  }
+  EXPECT_TRUE(infer(first.get()).ok());  // the open ones serve on
+  EXPECT_TRUE(infer(second.get()).ok());
+
+  // Once one ends, and gRPC has closed its side, a new connection is served.
+  first.reset();
+  std::unique_ptr<GRPCInferenceService::Stub> again;
+  for (int i = 0; i < 200 && again == nullptr; ++i) {
+    auto stub = connect();
+    if (infer(stub.get()).ok()) again = std::move(stub);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(again, nullptr);
+  EXPECT_TRUE(infer(second.get()).ok());
+  inference::ServerReadyResponse ready;
+  grpc::ClientContext ctx;
+  EXPECT_TRUE(again->ServerReady(&ctx, {}, &ready).ok() && ready.ready());
+
+  // One warning for the three refusals (at most one every 10 s), naming the flag.
+  std::ifstream in(dir_ / "server.log");
+  std::string log((std::istreambuf_iterator<char>(in)), {});
+  size_t warning = log.find("the limit of 2 open connections is reached (--grpc-max-connections)");
+  ASSERT_NE(warning, std::string::npos) << log;
+  EXPECT_EQ(log.find("--grpc-max-connections", log.find("--grpc-max-connections", warning) + 1),
+            std::string::npos)
+      << log;
+}
+
 TEST_F(SecurityTest, TlsAndTokenTogetherOverGrpc) {
   // Certificates made here with openssl (tests/test_util/make_test_certificates.sh).
   const fs::path certs = dir_ / "certs";

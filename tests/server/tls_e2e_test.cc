@@ -10,6 +10,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "clients/cpp/inference_client.h"
 #include "tests/test_util/http_client.h"
@@ -292,6 +293,50 @@ TEST_F(MutualTlsTest, PerfWithAClientCertificateRunsOverGrpcAndHttps) {
     EXPECT_NE(json.find("\"errors\": 0,"), std::string::npos) << protocol << ": " << json;
     EXPECT_TRUE(RunPerf(url, protocol, "--tls-ca " + Pem("ca.pem"), &out).empty()) << out;
   }
+}
+
+// --grpc-max-connections over mutual TLS: connections within the limit reach gRPC
+// with the port's TLS credentials (client certificates still required), those
+// over it are closed before any handshake.
+TEST_F(TlsServer, GrpcConnectionLimitHoldsOverMutualTls) {
+  testing::ServerProcess server;
+  const std::string log = (Certificates() / "limit.log").string();
+  server.set_stderr_path(log);
+  ASSERT_TRUE(server.Start(MANYPY_SERVER_BINARY,
+                           ServerArgs({"--tls-cert=" + Pem("server.pem"), "--tls-key=" + Pem("server.key"),
+                                       "--tls-client-ca=" + Pem("ca.pem"), "--grpc-max-connections=2",
+                                       "--no-http"})))
+      << "server did not start";
+  auto with_certificate = [&] {
+    return GrpcClient(server.address(), Pem("ca.pem"), Pem("client.pem"), Pem("client.key"));
+  };
+  auto served = [](InferenceClient* c) {
+    auto sum = GrpcSum(c);
+    return sum.ok() && *sum == std::vector<float>{11, 22, 33, 44};
+  };
+  auto first = with_certificate();
+  ASSERT_TRUE(served(first.get()));
+  auto without = GrpcClient(server.address(), Pem("ca.pem"));
+  EXPECT_EQ(without->ServerLive().status().code(), StatusCode::kUnavailable);
+  without.reset();
+  // That failed handshake's connection is gRPC's to close: retry until it has.
+  std::unique_ptr<InferenceClient> second;
+  for (int i = 0; i < 200 && second == nullptr; ++i) {
+    auto c = with_certificate();
+    if (served(c.get())) second = std::move(c);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(second, nullptr);
+  auto third = with_certificate();
+  EXPECT_EQ(third->ServerLive().status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(served(first.get()));
+  EXPECT_TRUE(served(second.get()));
+  EXPECT_EQ(server.Stop(), 0);
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("the limit of 2 open connections is reached (--grpc-max-connections)"),
+            std::string::npos)
+      << text;
 }
 
 // Bad flag combinations stop the start with exit status 2 and a message naming the problem.
