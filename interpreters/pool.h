@@ -54,12 +54,18 @@ struct PoolOptions {
   /// of a float model calls: together about 10 MiB of heap and library copies
   /// per interpreter (make bench-memory). Modules that `import torch` reads
   /// from at once (torch.jit, torch.testing, torch.multiprocessing) would run
-  /// anyway, so they are not listed.
+  /// anyway, so they are not listed. torchvision's datasets and io (which
+  /// `import torchvision` runs for every model of it) only load data; lazy,
+  /// they save about 15 MiB per interpreter (requests, chardet, urllib3 and
+  /// 40 dataset classes) and 1 s of import. torchvision.models' detection,
+  /// segmentation, video... stay eager: running them registers their model
+  /// builders, which torchvision.models.list_models/get_model look up.
   std::vector<std::string> lazy_modules{
       "torch.utils.data",   "torch.onnx",        "torch.hub",       "torch.distributions",
       "torch.profiler",     "torch.quantization", "torch.nn.quantizable", "torch.nn.quantized",
       "torch.nn.qat",       "torch.nn.intrinsic", "torch.masked",    "torch.quasirandom",
-      "numpy.ma",           "numpy.polynomial",  "numpy.random",    "numpy.fft"};
+      "numpy.ma",           "numpy.polynomial",  "numpy.random",    "numpy.fft",
+      "torchvision.datasets", "torchvision.io"};
 };
 
 class InterpreterPool {

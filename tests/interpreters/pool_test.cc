@@ -271,5 +271,31 @@ TEST(PoolTest, LazyModulesRunOnFirstUseAndThenWork) {
   }
 }
 
+// torchvision's datasets and io are lazy too: `import torchvision` (every
+// torchvision model's first import) leaves them unrun, and they work when used.
+TEST(PoolTest, TorchvisionDataModulesAreLazyAndWorkWhenUsed) {
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  const std::string not_run =
+      "import sys, types, torchvision.models\n"
+      "not_run = sorted(n for n in ['torchvision.datasets', 'torchvision.io', 'requests']\n"
+      "                 if n in sys.modules and type(sys.modules[n]) is not types.ModuleType)\n"
+      "loaded = 'requests' in sys.modules\n";
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    s.Exec(not_run);
+    EXPECT_EQ(s.Eval("','.join(not_run)").ToValue().to_str(), "torchvision.datasets,torchvision.io");
+    EXPECT_FALSE(s.Eval("loaded").ToValue().to_bool()) << "interpreter " << i;
+  }
+  auto s = pool->AcquireAt(1);
+  EXPECT_EQ(s.Eval("(lambda tv: '%d %s' % (len(tv.datasets.FakeData(size=3, image_size=(3, 4, 4))),"
+                   " callable(tv.io.read_image)))(__import__('torchvision'))")
+                .ToValue()
+                .to_str(),
+            "3 True");
+  s.Exec(not_run);
+  EXPECT_EQ(s.Eval("','.join(not_run)").ToValue().to_str(), "");
+}
+
 }  // namespace
 }  // namespace manypy
