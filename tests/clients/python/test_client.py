@@ -103,6 +103,12 @@ class ServerProcess:
         self.stderr.close()
         return code
 
+    def stop_expecting_clean_exit(self):
+        """stop(), failing the test unless the server exited 0 (a clean drain)."""
+        code = self.stop()
+        if code != 0:
+            raise AssertionError(f"manypy-server exited with status {code} after SIGTERM")
+
 
 class ServerTestCase(unittest.TestCase):
     server = None
@@ -114,9 +120,7 @@ class ServerTestCase(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.server.stop()
-        if code != 0:
-            raise AssertionError(f"manypy-server exited with status {code} after SIGTERM")
+        cls.server.stop_expecting_clean_exit()
 
 
 def _two_io_inputs(n=4):

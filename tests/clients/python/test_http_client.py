@@ -22,9 +22,7 @@ class HttpClientTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.http.close()
         cls.grpc.close()
-        code = cls.server.stop()
-        if code != 0:
-            raise AssertionError(f"manypy-server exited with status {code} after SIGTERM")
+        cls.server.stop_expecting_clean_exit()
 
     def two_io(self):
         return {"INPUT_A": np.array([1, 2, 3, 4], np.float32),
