@@ -15,6 +15,7 @@
 
 #include "interpreters/pool.h"
 #include "interpreters/thread_policy.h"
+#include "server/allocator_info.h"
 #include "server/auth/access_tokens.h"
 #include "server/blas_info.h"
 #include "server/cpu_quota.h"
@@ -51,6 +52,7 @@ void LogMathLibraries(size_t interpreters) {
                            ", " + blas_threads + "; libtorch " + std::to_string(intra) +
                            " intra-op thread(s) per interpreter x " + std::to_string(interpreters) +
                            " interpreter(s)");
+  Log(LogLevel::kInfo, "memory: " + manypy::MallocName());
   if (blas.reference) {
     Log(LogLevel::kWarning,
         "libtorch calls the reference (netlib) BLAS: linear layers, attention and LSTMs run up to "

@@ -20,13 +20,18 @@ void SleepSeconds(double s) {
 void LoadRunner::SendOne(const Sender& send, Recorder* recorder, Clock::time_point start) {
   Status status = send();
   int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-  recorder->Add({ns, StatusCodeName(status.code())});
+  if (status.ok()) {
+    recorder->Add({ns, StatusCodeName(status.code())});
+  } else {
+    recorder->AddFailure({ns, StatusCodeName(status.code())}, status.message());
+  }
 }
 
-StepSummary LoadRunner::Measure(Recorder* recorder, const std::string& label) const {
+StepSummary LoadRunner::Measure(Recorder* recorder, const std::string& label, int concurrency,
+                                double rate) const {
   SleepSeconds(options_.warmup_seconds);
   recorder->Take();  // warm-up traffic is not measured
-  std::vector<std::vector<RequestRecord>> windows;
+  std::vector<RecordedWindow> windows;
   std::vector<double> seconds, rates;
   bool stable = false;
   while (static_cast<int>(windows.size()) < options_.max_windows && !stable) {
@@ -34,23 +39,34 @@ StepSummary LoadRunner::Measure(Recorder* recorder, const std::string& label) co
     SleepSeconds(options_.window_seconds);
     windows.push_back(recorder->Take());
     seconds.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
-    StepSummary w = Summarize(windows.back(), seconds.back(), options_.batch_size);
+    StepSummary w = Summarize({&windows.back()}, seconds.back(), options_.batch_size);
+    w.concurrency = concurrency;
+    w.request_rate = rate;
+    w.windows = static_cast<int>(windows.size());
     rates.push_back(w.requests_per_s);
-    if (rates.size() >= 2) {
+    // --stability-percent 0 measures every one of --max-windows.
+    if (rates.size() >= 2 && options_.stability_percent > 0) {
       double a = rates[rates.size() - 2], b = rates.back();
       double top = std::max(a, b);
       stable = top == 0 || std::fabs(a - b) / top * 100.0 <= options_.stability_percent;
     }
+    w.stable = stable;
+    std::string first_error;
+    if (!w.error_messages.empty()) {
+      const auto& [code, message] = *w.error_messages.begin();
+      first_error = " (" + code + ": " + message + ")";
+    }
     fprintf(stderr,
-            "[manypy-perf] %s window %zu: %.1f infer/s, p50 %.2f ms, p99 %.2f ms, %lld errors%s\n",
+            "[manypy-perf] %s window %zu: %.1f infer/s, p50 %.2f ms, p99 %.2f ms, %lld errors%s%s\n",
             label.c_str(), windows.size(), w.infer_per_s, w.p50_ms, w.p99_ms,
-            static_cast<long long>(w.errors), stable ? " (stable)" : "");
+            static_cast<long long>(w.errors), first_error.c_str(), stable ? " (stable)" : "");
+    if (observer_) observer_(w);
   }
   // Report the last two windows together (the agreeing pair when stable).
-  std::vector<RequestRecord> last;
+  std::vector<const RecordedWindow*> last;
   double total_seconds = 0;
   for (size_t i = windows.size() >= 2 ? windows.size() - 2 : 0; i < windows.size(); ++i) {
-    last.insert(last.end(), windows[i].begin(), windows[i].end());
+    last.push_back(&windows[i]);
     total_seconds += seconds[i];
   }
   StepSummary s = Summarize(last, total_seconds, options_.batch_size);
@@ -69,7 +85,7 @@ StepSummary LoadRunner::RunClosedLoop(int concurrency) {
       while (!stop.load(std::memory_order_relaxed)) SendOne(send, &recorder, Clock::now());
     });
   }
-  StepSummary s = Measure(&recorder, "concurrency " + std::to_string(concurrency));
+  StepSummary s = Measure(&recorder, "concurrency " + std::to_string(concurrency), concurrency, 0);
   stop = true;
   for (auto& t : threads) t.join();
   s.concurrency = concurrency;
@@ -115,7 +131,7 @@ StepSummary LoadRunner::RunOpenLoop(double rate) {
   });
   char label[64];
   snprintf(label, sizeof(label), "rate %g/s", rate);
-  StepSummary s = Measure(&recorder, label);
+  StepSummary s = Measure(&recorder, label, options_.max_threads, rate);
   done = true;
   dispatcher.join();
   {

@@ -16,6 +16,8 @@ using Sender = std::function<Status()>;
 /// Makes the sender of one sender thread (gRPC: a call on a shared client;
 /// HTTP: a connection of its own).
 using SenderFactory = std::function<Sender()>;
+/// Called with each window's figures as the window closes (measuring thread).
+using WindowObserver = std::function<void(const StepSummary&)>;
 
 class LoadRunner {
  public:
@@ -28,15 +30,21 @@ class LoadRunner {
   /// latency counts from each request's scheduled time.
   StepSummary RunOpenLoop(double rate);
 
+  /// Every measured window, besides the step's summary (--window-log).
+  void set_window_observer(WindowObserver observer) { observer_ = std::move(observer); }
+
  private:
   using Clock = std::chrono::steady_clock;
   /// Sends one request and records its latency since `start`.
   static void SendOne(const Sender& send, Recorder* recorder, Clock::time_point start);
-  /// Warm-up, then windows until two agree or max_windows; summarizes the last two.
-  StepSummary Measure(Recorder* recorder, const std::string& label) const;
+  /// Warm-up, then windows until two agree or max_windows; summarizes the last
+  /// two. `concurrency` and `rate` label the windows the observer sees.
+  StepSummary Measure(Recorder* recorder, const std::string& label, int concurrency,
+                      double rate) const;
 
   const SenderFactory senders_;
   const PerfOptions options_;
+  WindowObserver observer_;
 };
 
 }  // namespace manypy::perf

@@ -96,6 +96,14 @@ int main(int argc, char** argv) {
     };
   }
   perf::LoadRunner runner(senders, options);
+  std::ofstream window_log;
+  if (!options.window_log_path.empty()) {
+    window_log.open(options.window_log_path, std::ios::app);
+    if (!window_log) return Fail(Internal("cannot write " + options.window_log_path));
+    runner.set_window_observer([&](const perf::StepSummary& w) {
+      perf::WriteJsonLine(w, window_log, options.protocol);
+    });
+  }
   std::vector<perf::StepSummary> steps;
   if (!options.rates.empty()) {
     for (double rate : options.rates) steps.push_back(runner.RunOpenLoop(rate));

@@ -53,7 +53,7 @@ Usage: manypy-perf -m MODEL [-u HOST:PORT] [options]
   --warmup-seconds S         traffic before measuring, per step (default 2)
   --window-seconds S         length of one measurement window (default 5)
   --stability-percent P      stop when two consecutive windows' request rates differ by at
-                             most P percent (default 10)
+                             most P percent (default 10); 0: measure all --max-windows
   --max-windows N            at most N windows per step (default 10)
   -b, --batch-size N         size of the batch dimension for models that batch (default 1)
   --input NAME=FILE          raw little-endian bytes for input NAME (BYTES: 4-byte length
@@ -62,6 +62,8 @@ Usage: manypy-perf -m MODEL [-u HOST:PORT] [options]
   --timeout-ms N             deadline of each request (default 30000)
   --csv PATH                 write the CSV table to PATH (default: stdout)
   --json PATH                also write one JSON record per step to PATH
+  --window-log PATH          also append one JSON line per window to PATH as each closes
+                             (a long run watched while it runs, e.g. a soak)
   --tls-ca FILE              TLS: PEM CA certificates that verify the server (either protocol)
   --tls-cert FILE            TLS: PEM client certificate for servers that require one
   --tls-key FILE             TLS: the client certificate's PEM private key
@@ -146,6 +148,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     else if (flag == "--auth-token-file") o.auth_token_file = value;
     else if (flag == "--csv") o.csv_path = value;
     else if (flag == "--json") o.json_path = value;
+    else if (flag == "--window-log") o.window_log_path = value;
     else if (flag == "--input") {
       size_t at = value.find('=');
       if (at == std::string::npos || at == 0) return InvalidArgument("--input wants NAME=FILE");
@@ -163,6 +166,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   if (o.model.empty()) return InvalidArgument("-m MODEL is required (see --help)");
   if (o.concurrency.empty()) return InvalidArgument("--concurrency needs at least one level");
   if (o.window_seconds <= 0) return InvalidArgument("--window-seconds must be > 0");
+  if (o.stability_percent < 0) return InvalidArgument("--stability-percent must be >= 0");
   if (o.max_windows < 1 || o.max_threads < 1 || o.batch_size < 1) {
     return InvalidArgument("--max-windows, --max-threads and --batch-size must be >= 1");
   }

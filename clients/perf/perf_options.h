@@ -32,6 +32,7 @@ struct PerfOptions {
   std::map<std::string, std::string> input_files;  // input name -> raw file
   std::string csv_path;      // empty: stdout
   std::string json_path;     // empty: none
+  std::string window_log_path;  // --window-log: one JSON line per window; empty: none
   client::TlsOptions tls;    // --tls-ca/--tls-cert/--tls-key or an https:// URL; plain by default
   std::string auth_token_file;  // --auth-token-file: sent as a bearer token; empty: none
   bool help = false;

@@ -49,4 +49,15 @@ StepSummary Summarize(const std::vector<RequestRecord>& records, double seconds,
   return s;
 }
 
+StepSummary Summarize(const std::vector<const RecordedWindow*>& windows, double seconds,
+                      int64_t batch_size) {
+  std::vector<RequestRecord> all;
+  for (const RecordedWindow* w : windows) all.insert(all.end(), w->records.begin(), w->records.end());
+  StepSummary s = Summarize(all, seconds, batch_size);
+  for (const RecordedWindow* w : windows) {
+    for (const auto& [code, message] : w->first_messages) s.error_messages.emplace(code, message);
+  }
+  return s;
+}
+
 }  // namespace manypy::perf

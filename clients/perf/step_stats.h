@@ -16,24 +16,38 @@ struct RequestRecord {
   const char* code;
 };
 
+/// What a Recorder collected since its last Take.
+struct RecordedWindow {
+  std::vector<RequestRecord> records;
+  /// The first error message seen per status code: what a burst of failures
+  /// said, which counts alone cannot tell.
+  std::map<std::string, std::string> first_messages;
+};
+
 /// Collects records from the sender threads; the measuring thread takes them.
 class Recorder {
  public:
   void Add(RequestRecord r) {
     std::lock_guard<std::mutex> lock(mutex_);
-    records_.push_back(r);
+    window_.records.push_back(r);
   }
-  /// The records since the last Take.
-  std::vector<RequestRecord> Take() {
+  /// Add for a failed request, keeping its message if it is its code's first.
+  void AddFailure(RequestRecord r, const std::string& message) {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::vector<RequestRecord> out;
-    out.swap(records_);
+    window_.records.push_back(r);
+    window_.first_messages.emplace(r.code, message);
+  }
+  /// Everything since the last Take.
+  RecordedWindow Take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    RecordedWindow out;
+    std::swap(out, window_);
     return out;
   }
 
  private:
   std::mutex mutex_;
-  std::vector<RequestRecord> records_;  // guarded by mutex_
+  RecordedWindow window_;  // guarded by mutex_
 };
 
 /// The numbers reported for one step (or one window of it).
@@ -45,16 +59,22 @@ struct StepSummary {
   int64_t successes = 0;
   int64_t errors = 0;
   std::map<std::string, int64_t> errors_by_code;
+  std::map<std::string, std::string> error_messages;  // the first message per code
   double infer_per_s = 0;     // successes x batch size / seconds
   double requests_per_s = 0;  // requests / seconds
   double p50_ms = 0, p90_ms = 0, p95_ms = 0, p99_ms = 0, avg_ms = 0;
-  int windows = 0;
+  int windows = 0;             // per step: windows measured; per window: its number, from 1
   bool stable = false;
 };
 
 /// Summarizes `records` measured over `seconds`. Latencies are those of the
 /// successful requests, or of the failed ones when none succeeded.
 StepSummary Summarize(const std::vector<RequestRecord>& records, double seconds,
+                      int64_t batch_size);
+
+/// Summarize over consecutive windows taken together; error_messages keeps
+/// each code's first message in window order.
+StepSummary Summarize(const std::vector<const RecordedWindow*>& windows, double seconds,
                       int64_t batch_size);
 
 }  // namespace manypy::perf

@@ -64,12 +64,13 @@
 #include <string>
 #include <vector>
 
-#include "tests/bench/bench_output.h"
 #include "interpreters/pool.h"
 #include "interpreters/python_error.h"
 #include "package_format/archive.h"
+#include "server/allocator_info.h"
 #include "server/models/packaged_model.h"
 #include "server/models/warmup.h"
+#include "tests/bench/bench_output.h"
 
 extern char** environ;
 
@@ -735,8 +736,8 @@ int main(int argc, char** argv) {
   uint64_t weight_bytes = 0;
   for (const auto& s : (*archive)->storages()) weight_bytes += s.size;
   archive->reset();  // the children open it themselves
-  fprintf(stderr, "%s: %.1f MiB of weights in %s\n", model.c_str(), weight_bytes / kMiB,
-          flags.archive.c_str());
+  fprintf(stderr, "%s: %.1f MiB of weights in %s; the pool's malloc: %s\n", model.c_str(),
+          weight_bytes / kMiB, flags.archive.c_str(), manypy::MallocName().c_str());
 
   // Warm-up, not recorded: the first pool ever created on a machine prepares
   // (copies and patches) the per-interpreter libraries into the on-disk cache,

@@ -1,18 +1,19 @@
 #!/usr/bin/python3
 """make soak: one manypy-server under steady mixed traffic with periodic reloads.
 
-Starts manypy-server (explicit model control, 2 interpreters) and, window
-after window for --minutes, runs one manypy-perf per stream at the same
-time: a fixed rate (--distribution constant) of one model over gRPC or HTTP.
-Every --reload-seconds (10) of each window, at the same offsets in every
-window, it reloads every served model in turn (RepositoryModelLoad on a loaded
-model: the new copy loads and warms up while the old one serves, then the old
-one drains and is unloaded). At each window's end it reads the server's
-resident memory and CPU time from /proc. The first 10% of the windows (at
-least one) are warm-up. The server runs with MALLOC_ARENA_MAX=2: with glibc's
-default (8 arenas per core) each reload's allocations land in yet another
-arena and RSS climbs for a dozen reloads before it levels off (+6.8% in 60 s
-here, flat with 2), which is the allocator's bounded cache, not a leak.
+Starts manypy-server (explicit model control, 2 interpreters) and one
+manypy-perf per stream for the whole run: a fixed rate (--distribution
+constant) of one model over gRPC or HTTP, on connections kept open throughout
+as a real client's would be, measured in windows of --window-seconds, each
+written as a JSON line when it closes (--window-log). Every --reload-seconds
+(10) of each window, at the same offsets in every window, it reloads every
+served model in turn (RepositoryModelLoad on a loaded model: the new copy loads
+and warms up one interpreter at a time while the rest serve, then the old one
+drains and is unloaded). At each window's end it reads the server's resident
+memory and CPU time from /proc. The first 10% of the windows (at least one) are
+warm-up. (Up to 2026-12-01 each window started a fresh manypy-perf per stream:
+six process starts and new connections at every window's start, inside the
+measurement.)
 
 Verdicts (tests/bench/soak_verdicts.py), all written to --out with the raw
 per-window figures; the exit status is 1 if one fails:
@@ -23,8 +24,8 @@ per-window figures; the exit status is 1 if one fails:
           (+ --p99-slack-ms), for streams with >= --min-p99-samples requests
 The default rates cost the server 20-30% of one core (a tenth of this 2-core
 machine; each model alone serves 10-100x its rate at concurrency 1), so p99
-watches stability, not saturation. It includes the reload stalls: a model
-loads in every interpreter at once, and 3-5% of requests arrive meanwhile.
+watches stability, not saturation. It includes the reloads: while one
+interpreter loads a model, requests wait for the other.
 """
 import argparse
 import json
@@ -46,6 +47,8 @@ DEFAULT_STREAMS = ["two_io:grpc:20", "two_io:http:20", "python_heavy:grpc:15",
                    "text_classifier:http:15", "mobilenet_v3_small:grpc:2",
                    "mobilenet_v3_small:http:2"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+# Each stream's traffic before its first window: connections made, first calls done.
+PERF_WARMUP_SECONDS = 2.0
 
 
 def parse_stream(text):
@@ -103,53 +106,96 @@ def reload_all(port, models):
     return records
 
 
-def perf_command(perf, stream, port, seconds, out):
+def perf_command(perf, stream, port, args, log, out):
+    """One stream's manypy-perf for the whole soak: --warmup-seconds, then
+    every window measured (--stability-percent 0) and logged as it closes."""
     return [perf, "-m", stream["model"], "-i", stream["protocol"], "-u", f"127.0.0.1:{port}",
             "--rate", f"{stream['rate']:g}", "--distribution", "constant", "--max-threads", "4",
-            "--warmup-seconds", "0", "--window-seconds", f"{seconds:g}", "--max-windows", "1",
+            "--warmup-seconds", f"{PERF_WARMUP_SECONDS:g}",
+            "--window-seconds", f"{args.window_seconds:g}", "--max-windows",
+            str(args.windows_total), "--stability-percent", "0", "--window-log", log,
             "--json", out, "--csv", os.devnull]
 
 
-def perf_figures(proc, out_path):
-    """The stream's figures for one window, or a perf_error saying why none."""
-    _, err = proc.communicate()
-    try:
-        with open(out_path) as f:
-            record = json.load(f)[0]
-    except (OSError, ValueError, IndexError):
-        tail = err.strip().splitlines()[-1:] or ["no output"]
-        return {"perf_error": f"exit {proc.returncode}: {tail[0]}"}
-    keys = ("requests", "successes", "errors", "errors_by_code", "requests_per_s", "p50_ms",
-            "p99_ms", "avg_ms")
-    figures = {k: record.get(k) for k in keys}
-    if proc.returncode != 0:
-        figures["perf_error"] = f"exit {proc.returncode}"
-    return figures
+class Streams:
+    """The streams' manypy-perf processes and their window logs."""
+
+    def __init__(self, args, streams, ports, perf, scratch):
+        self.procs = []
+        for i, s in enumerate(streams):
+            log = os.path.join(scratch, f"stream{i}.jsonl")
+            out = os.path.join(scratch, f"stream{i}.json")
+            err = open(os.path.join(scratch, f"stream{i}.err"), "w+")
+            proc = subprocess.Popen(perf_command(perf, s, ports[s["protocol"]], args, log, out),
+                                    stdout=subprocess.DEVNULL, stderr=err, text=True)
+            self.procs.append((s, log, err, proc))
+
+    def window(self, index, wait_seconds):
+        """Each stream's figures for window `index` (from 0), waiting up to
+        `wait_seconds` for its line; a perf_error where there is none."""
+        deadline = time.monotonic() + wait_seconds
+        figures = {}
+        keys = ("requests", "successes", "errors", "errors_by_code", "error_messages",
+                "requests_per_s", "p50_ms", "p99_ms", "avg_ms")
+        for s, log, err, proc in self.procs:
+            name = f"{s['model']}/{s['protocol']}"
+            while True:
+                lines = open(log).read().splitlines() if os.path.exists(log) else []
+                if len(lines) > index or proc.poll() is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            if len(lines) > index:
+                record = json.loads(lines[index])
+                figures[name] = dict({k: record.get(k) for k in keys}, rate=s["rate"])
+            else:
+                err.seek(0)
+                tail = err.read().strip().splitlines()[-1:] or ["no output"]
+                state = "running" if proc.poll() is None else f"exit {proc.returncode}"
+                figures[name] = {"perf_error": f"no window {index + 1} ({state}): {tail[0]}",
+                                 "rate": s["rate"]}
+        return figures
+
+    def finish(self, timeout):
+        """Waits for every manypy-perf to exit; {stream: "exit N: last line"} of those
+        that failed (killed if still running after `timeout`)."""
+        failed = {}
+        for s, _, err, proc in self.procs:
+            try:
+                code = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+            if code != 0:
+                err.seek(0)
+                tail = err.read().strip().splitlines()[-1:] or ["no output"]
+                failed[f"{s['model']}/{s['protocol']}"] = f"exit {code}: {tail[0]}"
+            err.close()
+        return failed
 
 
-def run_window(index, args, streams, ports, server, perf, scratch):
-    """One window: every stream's manypy-perf at once, reload rounds between."""
-    start, cpu_before = time.monotonic(), cpu_seconds(server.pid)
-    procs = []
-    for i, s in enumerate(streams):
-        out = os.path.join(scratch, f"w{index}-{i}.json")
-        procs.append((s, out, subprocess.Popen(
-            perf_command(perf, s, ports[s["protocol"]], args.window_seconds, out),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
-    # Reload rounds at the same offsets in every window, so that windows compare.
+def run_window(index, args, streams, server, start):
+    """One window (`start`: when the streams' first window began): reload
+    rounds at the same offsets in every window, then /proc and the streams'
+    figures."""
+    begin = start + index * args.window_seconds
+    cpu_before = cpu_seconds(server.pid)
     reloads = []
     rounds = max(1, int(args.window_seconds // args.reload_seconds))
     for k in range(rounds):
         offset = (k + 0.5) * args.window_seconds / rounds
-        time.sleep(max(0.0, start + offset - time.monotonic()))
-        reloads += reload_all(ports["http"], args.reload_models)
-    figures = {f"{s['model']}/{s['protocol']}": dict(perf_figures(p, out), rate=s["rate"])
-               for s, out, p in procs}
-    seconds = time.monotonic() - start
-    return {"index": index + 1, "warmup": index < args.warmup_windows,
-            "seconds": round(seconds, 2), "rss_kib": rss_kib(server.pid),
-            "server_cpu_percent": round(100 * (cpu_seconds(server.pid) - cpu_before) / seconds, 1),
-            "reloads": reloads, "streams": figures}
+        time.sleep(max(0.0, begin + offset - time.monotonic()))
+        reloads += reload_all(args.http_port, args.reload_models)
+    time.sleep(max(0.0, begin + args.window_seconds - time.monotonic()))
+    seconds = time.monotonic() - begin
+    record = {"index": index + 1, "warmup": index < args.warmup_windows,
+              "seconds": round(seconds, 2), "rss_kib": rss_kib(server.pid),
+              "server_cpu_percent": round(100 * (cpu_seconds(server.pid) - cpu_before) / seconds,
+                                          1),
+              "reloads": reloads}
+    # A window's line comes a moment after it closes (and a request then in
+    # flight may finish first); allow for that, not for a stuck stream.
+    record["streams"] = streams.window(index, wait_seconds=10 + args.window_seconds / 2)
+    return record
 
 
 def print_window(w):
@@ -182,8 +228,6 @@ def main():
                              "(default: every streamed model; 'none': no reloads)")
     parser.add_argument("--reload-seconds", type=float, default=10,
                         help="one reload round per this many seconds of each window (default 10)")
-    parser.add_argument("--malloc-arena-max", type=int, default=2,
-                        help="MALLOC_ARENA_MAX for the server (default 2; 0: glibc's 8 per core)")
     parser.add_argument("--max-rss-growth", type=float, default=0.05)
     parser.add_argument("--p99-ratio", type=float, default=1.2)
     parser.add_argument("--p99-slack-ms", type=float, default=0.0)
@@ -195,7 +239,7 @@ def main():
     streams = args.stream or [parse_stream(s) for s in DEFAULT_STREAMS]
     if args.window_seconds is None:
         args.window_seconds = 30.0 if args.minutes >= 5 else 10.0
-    windows_total = max(1, round(args.minutes * 60 / args.window_seconds))
+    windows_total = args.windows_total = max(1, round(args.minutes * 60 / args.window_seconds))
     if args.warmup_windows is None:
         args.warmup_windows = max(1, round(windows_total / 10))
     if windows_total < args.warmup_windows + 2:  # p99 compares a first and a last window
@@ -209,20 +253,31 @@ def main():
 
     binary = os.path.join(args.build, "bin", "manypy-server")
     perf = os.path.join(args.build, "bin", "manypy-perf")
-    if args.malloc_arena_max > 0:
-        os.environ["MALLOC_ARENA_MAX"] = str(args.malloc_arena_max)
     started = time.monotonic()
     server, ports = start_manypy(binary, args.repository, served, args.interpreters)
     ready_seconds = time.monotonic() - started
     windows, server_exit = [], None
     try:
         counts_before = server_counts(ports["http"])
+        args.http_port = ports["http"]
         with tempfile.TemporaryDirectory() as scratch:
-            for i in range(windows_total):
-                windows.append(run_window(i, args, streams, ports, server, perf, scratch))
-                print_window(windows[-1])
-                if server.poll() is not None:
-                    break
+            load = Streams(args, streams, ports, perf, scratch)
+            start = time.monotonic() + PERF_WARMUP_SECONDS
+            finished = False
+            try:
+                for i in range(windows_total):
+                    windows.append(run_window(i, args, load, server, start))
+                    print_window(windows[-1])
+                    if server.poll() is not None:
+                        break
+                finished = True
+            finally:
+                # Each stream ends by itself after its last window; all are
+                # stopped at once if the server has gone or the soak failed.
+                alive = finished and server.poll() is None
+                for name, why in load.finish(timeout=60 if alive else 0).items():
+                    if windows:
+                        windows[-1]["streams"].setdefault(name, {})["perf_error"] = why
         counts_after = server_counts(ports["http"]) if server.poll() is None else counts_before
     finally:
         if server.poll() is None:
@@ -240,7 +295,6 @@ def main():
     result = {"passed": passed, "verdicts": verdicts,
               "config": {"minutes": args.minutes, "window_seconds": args.window_seconds,
                          "warmup_windows": args.warmup_windows, "interpreters": args.interpreters,
-                         "malloc_arena_max": args.malloc_arena_max or "glibc default",
                          "p99_ratio": args.p99_ratio, "p99_slack_ms": args.p99_slack_ms,
                          "p99_worst_factor": args.p99_worst_factor,
                          "streams": streams, "reloaded": args.reload_models,

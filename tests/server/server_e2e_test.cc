@@ -433,6 +433,21 @@ TEST_F(ServerTest, ModeNoneLoadsEveryModelAndRefusesRepositoryChanges) {
   fs::remove_all(repo);
 }
 
+TEST_F(ServerTest, StartLogNamesTheBlasAndTcmallocWhichTheProcessUses) {
+  std::string log = (fs::path(::testing::TempDir()) / "start_log.txt").string();
+  server_.set_stderr_path(log);
+  StartServer({"--model-control-mode=explicit", "--log-level=info"});
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("math: BLAS OpenBLAS"), std::string::npos) << text;
+  // tcmalloc must serve malloc itself, not merely be mapped: MallocName checks
+  // that malloc resolves into it. Mapped is checked too, from outside.
+  EXPECT_NE(text.find("memory: tcmalloc (gperftools "), std::string::npos) << text;
+  std::ifstream maps("/proc/" + std::to_string(server_.pid()) + "/maps");
+  std::string mapped((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  EXPECT_NE(mapped.find("libtcmalloc_minimal.so"), std::string::npos);
+}
+
 TEST_F(ServerTest, SigtermAnswersRequestsInFlightThenExitsZero) {
   StartServer({"--model-control-mode=explicit", "--load-model=slow"});
   std::atomic<int> ok{0};

@@ -17,10 +17,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// One JSON record of manypy-perf's output: numeric fields and errors_by_code.
+// One JSON record of manypy-perf's output: numeric fields, errors_by_code and
+// the text of error_messages (free text: not parsed for numbers).
 struct Record {
   std::map<std::string, double> numbers;
   std::map<std::string, double> errors_by_code;
+  std::string error_messages;
 };
 
 std::vector<Record> ParseRecords(const std::string& json) {
@@ -33,6 +35,12 @@ std::vector<Record> ParseRecords(const std::string& json) {
     size_t end = json.find("\"stable\"", at);
     std::string text = json.substr(at, end - at);
     Record r;
+    size_t messages = text.find("\"error_messages\"");
+    size_t windows = text.find("\"windows\"");
+    if (messages != std::string::npos && windows != std::string::npos) {
+      r.error_messages = text.substr(messages, windows - messages);
+      text.erase(messages, windows - messages);
+    }
     std::smatch m;
     if (std::regex_search(text, m, codes)) {
       std::string inner = m[1];
@@ -143,6 +151,43 @@ TEST_F(PerfTest, EveryRequestOfFailingIsCountedAsInternal) {
   EXPECT_EQ(r.numbers["errors"], r.numbers["requests"]);
   ASSERT_EQ(r.errors_by_code.size(), 1u);
   EXPECT_EQ(r.errors_by_code["INTERNAL"], r.numbers["errors"]);
+  // What the failures said, not only how many: the model's own exception.
+  EXPECT_NE(r.error_messages.find("\"INTERNAL\": \""), std::string::npos) << r.error_messages;
+  EXPECT_NE(r.error_messages.find("negative input is not allowed"), std::string::npos)
+      << r.error_messages;
+}
+
+TEST_F(PerfTest, WindowLogHasOneJsonLinePerWindowAndStabilityZeroRunsThemAll) {
+  std::string log = (dir_ / "windows.jsonl").string();
+  std::vector<Record> records =
+      RunPerf("-m two_io --rate 50 --distribution constant --stability-percent 0 --window-log " + log);
+  ASSERT_EQ(records.size(), 1u);
+  // A constant rate makes windows agree at once; 0 must not stop early.
+  EXPECT_EQ(records[0].numbers["windows"], 3);
+  std::ifstream in(log);
+  std::string line;
+  std::vector<Record> windows;
+  while (std::getline(in, line)) {
+    std::string check = std::string(MANYPY_PYTHON) +
+                        " -c 'import json,sys; json.loads(sys.argv[1])' '" + line + "'";
+    EXPECT_EQ(std::system(check.c_str()), 0) << "not a JSON line: " << line;
+    auto parsed = ParseRecords(line);
+    ASSERT_EQ(parsed.size(), 1u) << line;
+    windows.push_back(parsed[0]);
+  }
+  ASSERT_EQ(windows.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    ExpectConsistent(windows[i]);
+    EXPECT_EQ(windows[i].numbers["windows"], i + 1);
+    EXPECT_EQ(windows[i].numbers["request_rate"], 50);
+    EXPECT_NEAR(windows[i].numbers["seconds"], 1.0, 0.5);
+  }
+  // The step's record is its last two windows together.
+  EXPECT_EQ(records[0].numbers["requests"],
+            windows[1].numbers["requests"] + windows[2].numbers["requests"]);
+  EXPECT_NE(std::system((std::string(MANYPY_PERF_BINARY) +
+                         " -m two_io --stability-percent -1 2> /dev/null").c_str()),
+            0);
 }
 
 TEST_F(PerfTest, HttpProtocolMeasuresTwoIoAndCountsFailuresByCode) {
