@@ -185,7 +185,11 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
   times.load_seconds = SecondsSince(start);
   Status prepared = PrepareEverySlot(*executable, m, settings->warmup_runs, &times);
   if (!prepared.ok()) {
-    ReleaseEverySlot(*executable);
+    if (starting_) {
+      ReleaseEverySlot(*executable);
+    } else {
+      loader_.Run([&] { ReleaseEverySlot(*executable); });
+    }
     return prepared;
   }
 
@@ -236,10 +240,11 @@ Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
   // Once requests may come, one interpreter at a time: the others keep
   // answering (loading every interpreter at once stalled every model for the
   // length of the load: make soak's p99). At the start, before any frontend
-  // listens, all at once, which is faster.
-  if (slots_ > 1 && !starting_ && !dispatcher_->Loads().empty()) {
+  // listens, all at once, which is faster. Either way, once serving, on the
+  // background thread: the load's CPU must not delay the requests.
+  if (!starting_) {
     for (size_t slot = 0; slot < slots_; ++slot) {
-      prepare(slot);
+      loader_.Run([&] { prepare(slot); });
       times->load_seconds += results[slot].load_seconds;
       times->warmup_seconds += results[slot].warmup_seconds;
       if (!results[slot].status.ok()) return results[slot].status;
@@ -279,6 +284,8 @@ void ModelManager::Retire(std::shared_ptr<Model> model) {
 }
 
 void ModelManager::UnloadRetired() {
+  // Unloads are background work too (gc in every interpreter): see background_thread.h.
+  LowerThisThreadsPriority(kBackgroundNiceIncrement);
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     std::vector<std::shared_ptr<Model>> drained;

@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "interpreters/pool.h"
 #include "server/inference/dispatcher.h"
+#include "server/models/background_thread.h"
 #include "server/models/model.h"
 #include "server/models/model_repository.h"
 
@@ -122,6 +123,9 @@ class ModelManager {
   std::vector<std::shared_ptr<Model>> retired_;  // guarded by mu_: draining, then unloaded
   std::condition_variable retired_cv_;
   bool stopping_ = false;  // guarded by mu_
+  // Loads once serving (and their failure's cleanup); the retirer lowers its
+  // own priority alike.
+  BackgroundThread loader_;
   std::thread retirer_;
 };
 

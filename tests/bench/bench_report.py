@@ -64,6 +64,8 @@ def machine():
         ("kernel", platform.release()),
         ("libtorch (libtorch-dev)", version("libtorch-dev")),
         ("BLAS", f"OpenBLAS OpenMP build {version('libopenblas0-openmp')}"),
+        ("malloc", f"manypy-server: tcmalloc {version('libtcmalloc-minimal4')} (linked); "
+                   "the Python baselines: glibc's"),
         ("Python", platform.python_version()),
         ("grpcio (baselines)", version("python3-grpcio")),
         ("manypy commit", commit.stdout.strip() or "unknown"),

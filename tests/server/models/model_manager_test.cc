@@ -5,6 +5,9 @@
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -148,6 +151,7 @@ class SlotLog {
   void StartPreparing(size_t slot) {
     std::unique_lock<std::mutex> lock(mu_);
     prepared_.push_back(slot);
+    prepare_threads_.push_back(ThisThread());
     max_preparing_ = std::max(max_preparing_, ++preparing_);
     cv_.notify_all();
     cv_.wait_for(lock, 5s, [&] { return preparing_ >= wait_for_all_preparing; });
@@ -163,6 +167,25 @@ class SlotLog {
   void RecordRelease(size_t slot) {
     std::lock_guard<std::mutex> lock(mu_);
     released_.push_back(slot);
+    release_threads_.push_back(ThisThread());
+  }
+
+  /// The thread that ran a Prepare or Release, and its nice value then.
+  struct ThreadSeen {
+    std::thread::id id;
+    int nice;
+  };
+  static ThreadSeen ThisThread() {
+    return {std::this_thread::get_id(),
+            getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)))};
+  }
+  std::vector<ThreadSeen> PrepareThreads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prepare_threads_;
+  }
+  std::vector<ThreadSeen> ReleaseThreads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return release_threads_;
   }
 
   /// Slots prepared, in order (sorted: at start the order is not defined).
@@ -198,6 +221,7 @@ class SlotLog {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<size_t> prepared_, ran_, released_;  // guarded by mu_
+  std::vector<ThreadSeen> prepare_threads_, release_threads_;  // guarded by mu_
   int preparing_ = 0;                              // guarded by mu_
   int max_preparing_ = 0;                          // guarded by mu_
 };
@@ -227,6 +251,9 @@ class SlotExecutable final : public Executable {
   const double factor_;
   const std::shared_ptr<SlotLog> log_;
 };
+
+/// This process's nice value (its main thread's).
+int ProcessNice() { return getpriority(PRIO_PROCESS, static_cast<id_t>(getpid())); }
 
 template <typename Predicate>
 bool WaitFor(Predicate done, std::chrono::milliseconds timeout = 10s) {
@@ -482,7 +509,11 @@ TEST_F(ModelManagerTest, ReloadLoadsOneInterpreterAtATimeWhileTheOthersServe) {
   WriteArchive("m_2.mpk", TestManifest("m", 2));
   prepare_gate->Close();
   Status reloaded = Internal("not done");
-  std::thread reload([&] { reloaded = manager_->Load("m"); });
+  std::thread::id caller;
+  std::thread reload([&] {
+    caller = std::this_thread::get_id();
+    reloaded = manager_->Load("m");
+  });
   ASSERT_TRUE(WaitFor([&] { return slots2->preparing() == 1; }));
   // Version 2 loads on one interpreter; the other answers version 1's requests.
   size_t warmups = slots1->Ran().size();
@@ -503,6 +534,18 @@ TEST_F(ModelManagerTest, ReloadLoadsOneInterpreterAtATimeWhileTheOthersServe) {
   // Version 1 is released one interpreter at a time, then destroyed.
   ASSERT_TRUE(WaitFor([&] { return slots1->Released().size() == 2; }));
   EXPECT_EQ(slots1->Released(), (std::vector<size_t>{0, 1}));
+
+  // Both loads and unloads ran in the background: at nice +10 (capped at 19),
+  // each on one long-lived thread, never on the caller's.
+  const int background = std::min(ProcessNice() + kBackgroundNiceIncrement, 19);
+  std::vector<SlotLog::ThreadSeen> prepares = slots2->PrepareThreads();
+  ASSERT_EQ(prepares.size(), 2u);
+  for (const auto& seen : prepares) {
+    EXPECT_EQ(seen.nice, background);
+    EXPECT_EQ(seen.id, prepares[0].id) << "each load on a thread of its own";
+    EXPECT_NE(seen.id, caller);
+  }
+  for (const auto& seen : slots1->ReleaseThreads()) EXPECT_EQ(seen.nice, background);
 }
 
 TEST_F(ModelManagerTest, AtStartEveryInterpreterLoadsAtOnce) {
@@ -515,6 +558,8 @@ TEST_F(ModelManagerTest, AtStartEveryInterpreterLoadsAtOnce) {
   ASSERT_TRUE(Start());
   EXPECT_EQ(slots->max_preparing(), static_cast<int>(kSlots));
   EXPECT_EQ(IndexEntry("m", 1).state, ModelState::kReady);
+  // Nothing serves yet: no reason to load at a lower priority.
+  for (const auto& seen : slots->PrepareThreads()) EXPECT_EQ(seen.nice, ProcessNice());
 }
 
 TEST_F(ModelManagerTest, StatisticsSurviveReloadsPerVersion) {

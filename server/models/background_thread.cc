@@ -1,0 +1,60 @@
+#include "server/models/background_thread.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace manypy {
+
+bool LowerThisThreadsPriority(int increment) {
+  // On Linux, PRIO_PROCESS with a thread id sets that one thread's nice value.
+  auto tid = static_cast<id_t>(syscall(SYS_gettid));
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, tid);
+  if (nice == -1 && errno != 0) return false;
+  return setpriority(PRIO_PROCESS, tid, std::min(nice + increment, 19)) == 0;
+}
+
+BackgroundThread::BackgroundThread(int nice_increment)
+    : thread_([this, nice_increment] { Loop(nice_increment); }) {}
+
+BackgroundThread::~BackgroundThread() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void BackgroundThread::Run(std::function<void()> task) {
+  std::packaged_task<void()> packaged(std::move(task));
+  std::future<void> done = packaged.get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(packaged));
+  }
+  cv_.notify_all();
+  done.get();  // rethrows what the task threw
+}
+
+void BackgroundThread::Loop(int nice_increment) {
+  // A refusal (a seccomp profile, say) leaves the thread at normal priority:
+  // slower requests during loads, nothing worse.
+  LowerThisThreadsPriority(nice_increment);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+    if (tasks_.empty()) return;  // stopping, nothing left
+    std::packaged_task<void()> task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    task();
+    lock.lock();
+  }
+}
+
+}  // namespace manypy
