@@ -147,6 +147,7 @@ def measure(args, server, model, concurrency):
         "peak_rss_bytes": peak_rss(server.proc.pid),
         "errors": record.get("errors", 0),
         "errors_by_code": record.get("errors_by_code", {}),
+        "error_messages": record.get("error_messages", {}),
     }
 
 
@@ -206,8 +207,9 @@ def main():
     # it); manypy failing any is a bug.
     for r in results:
         if r["errors"]:
+            said = "; ".join(f"{code}: {message}" for code, message in r["error_messages"].items())
             print(f"{r['model']} {r['server']} c={r['concurrency']}: {r['errors']} failed "
-                  "request(s)", file=sys.stderr)
+                  f"request(s){' (first: ' + said + ')' if said else ''}", file=sys.stderr)
     return 1 if any(r["errors"] and r["server"].startswith("manypy") for r in results) else 0
 
 
