@@ -70,6 +70,8 @@ StepSummary LoadRunner::Measure(Recorder* recorder, const std::string& label, in
     total_seconds += seconds[i];
   }
   StepSummary s = Summarize(last, total_seconds, options_.batch_size);
+  s.concurrency = concurrency;
+  s.request_rate = rate;
   s.windows = static_cast<int>(windows.size());
   s.stable = stable;
   return s;
@@ -88,7 +90,6 @@ StepSummary LoadRunner::RunClosedLoop(int concurrency) {
   StepSummary s = Measure(&recorder, "concurrency " + std::to_string(concurrency), concurrency, 0);
   stop = true;
   for (auto& t : threads) t.join();
-  s.concurrency = concurrency;
   return s;
 }
 
@@ -140,8 +141,6 @@ StepSummary LoadRunner::RunOpenLoop(double rate) {
   }
   ready.notify_all();
   for (auto& t : senders) t.join();
-  s.concurrency = options_.max_threads;
-  s.request_rate = rate;
   return s;
 }
 

@@ -38,7 +38,7 @@ class LoadRunner {
   /// Sends one request and records its latency since `start`.
   static void SendOne(const Sender& send, Recorder* recorder, Clock::time_point start);
   /// Warm-up, then windows until two agree or max_windows; summarizes the last
-  /// two. `concurrency` and `rate` label the windows the observer sees.
+  /// two. `concurrency` and `rate` label the step and each window the observer sees.
   StepSummary Measure(Recorder* recorder, const std::string& label, int concurrency,
                       double rate) const;
 

@@ -237,11 +237,11 @@ Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
       r.warmup_seconds = SecondsSince(start);
     });
   };
-  // Once requests may come, one interpreter at a time: the others keep
-  // answering (loading every interpreter at once stalled every model for the
-  // length of the load: make soak's p99). At the start, before any frontend
-  // listens, all at once, which is faster. Either way, once serving, on the
-  // background thread: the load's CPU must not delay the requests.
+  // Once requests may come, one interpreter at a time (the others keep
+  // answering: loading every interpreter at once stalled every model for the
+  // length of the load, make soak's p99) and on the background thread (the
+  // load's CPU must not delay the requests). At the start, before any
+  // frontend listens, all at once, which is faster.
   if (!starting_) {
     for (size_t slot = 0; slot < slots_; ++slot) {
       loader_.Run([&] { prepare(slot); });

@@ -98,7 +98,7 @@ class ModelManager {
   /// Loads, warms up and registers one archive.
   StatusOr<std::shared_ptr<Model>> LoadVersion(const RepositoryEntry& entry);
   /// Prepares and warms up `executable` on every interpreter slot, each held
-  /// out of dispatch meanwhile (one at a time while anything serves); adds
+  /// out of dispatch meanwhile (once past start: one at a time, on loader_); adds
   /// the time taken to `times`.
   Status PrepareEverySlot(Executable& executable, const Manifest& manifest, int64_t warmup_runs,
                           LoadTimes* times);

@@ -117,6 +117,12 @@ def perf_command(perf, stream, port, args, log, out):
             "--json", out, "--csv", os.devnull]
 
 
+def last_line(err):
+    """The last line a manypy-perf wrote to its stderr file, for a perf_error."""
+    err.seek(0)
+    return (err.read().strip().splitlines()[-1:] or ["no output"])[0]
+
+
 class Streams:
     """The streams' manypy-perf processes and their window logs."""
 
@@ -148,10 +154,8 @@ class Streams:
                 record = json.loads(lines[index])
                 figures[name] = dict({k: record.get(k) for k in keys}, rate=s["rate"])
             else:
-                err.seek(0)
-                tail = err.read().strip().splitlines()[-1:] or ["no output"]
                 state = "running" if proc.poll() is None else f"exit {proc.returncode}"
-                figures[name] = {"perf_error": f"no window {index + 1} ({state}): {tail[0]}",
+                figures[name] = {"perf_error": f"no window {index + 1} ({state}): {last_line(err)}",
                                  "rate": s["rate"]}
         return figures
 
@@ -166,9 +170,7 @@ class Streams:
                 proc.kill()
                 code = proc.wait()
             if code != 0:
-                err.seek(0)
-                tail = err.read().strip().splitlines()[-1:] or ["no output"]
-                failed[f"{s['model']}/{s['protocol']}"] = f"exit {code}: {tail[0]}"
+                failed[f"{s['model']}/{s['protocol']}"] = f"exit {code}: {last_line(err)}"
             err.close()
         return failed
 
