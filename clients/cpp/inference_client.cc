@@ -75,6 +75,12 @@ StatusOr<Response> Call(Stub* stub,
                 &ctx);                                                       \
   }()
 
+Status InferenceClient::WaitForConnection(std::chrono::milliseconds timeout) const {
+  if (channel_->WaitForConnected(std::chrono::system_clock::now() + timeout)) return Status::Ok();
+  return Unavailable("could not connect to " + address_ + " within " +
+                     std::to_string(timeout.count()) + " ms");
+}
+
 StatusOr<bool> InferenceClient::ServerLive() const {
   auto r = MANYPY_CLIENT_CALL(stub_, ServerLive, inference::ServerLiveRequest());
   if (!r.ok()) return r.status();

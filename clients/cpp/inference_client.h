@@ -58,6 +58,16 @@ class InferenceClient {
     return Create(address, Options());
   }
 
+  /// Connects now instead of at the first call, waiting up to `timeout` for
+  /// the connection: OK once it is up, UNAVAILABLE naming the address if not.
+  /// A failed attempt is retried (after gRPC's reconnect backoff, 1 s at
+  /// first) within `timeout`. Load generators call it before measuring: gRPC
+  /// 1.51 (Debian 12) sometimes fails a connect() still in progress with a
+  /// stale errno ("No such file or directory"), and calls made in the backoff
+  /// that follows fail at once with UNAVAILABLE (grpc/grpc#35064, fixed in
+  /// later versions).
+  Status WaitForConnection(std::chrono::milliseconds timeout) const;
+
   StatusOr<bool> ServerLive() const;
   StatusOr<bool> ServerReady() const;
   StatusOr<bool> ModelReady(const std::string& model, const std::string& version = "") const;

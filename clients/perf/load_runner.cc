@@ -77,13 +77,19 @@ StepSummary LoadRunner::Measure(Recorder* recorder, const std::string& label, in
   return s;
 }
 
+std::vector<Sender> LoadRunner::MakeSenders(int count) const {
+  std::vector<Sender> made;
+  for (int i = 0; i < count; ++i) made.push_back(senders_());
+  return made;
+}
+
 StepSummary LoadRunner::RunClosedLoop(int concurrency) {
   Recorder recorder;
   std::atomic<bool> stop{false};
+  std::vector<Sender> made = MakeSenders(concurrency);
   std::vector<std::thread> threads;
   for (int i = 0; i < concurrency; ++i) {
-    threads.emplace_back([&] {
-      Sender send = senders_();
+    threads.emplace_back([&, send = std::move(made[i])] {
       while (!stop.load(std::memory_order_relaxed)) SendOne(send, &recorder, Clock::now());
     });
   }
@@ -99,10 +105,10 @@ StepSummary LoadRunner::RunOpenLoop(double rate) {
   std::condition_variable ready;
   std::deque<Clock::time_point> due;  // scheduled send times; guarded by mutex
   bool stop = false;                  // guarded by mutex
+  std::vector<Sender> made = MakeSenders(options_.max_threads);
   std::vector<std::thread> senders;
   for (int i = 0; i < options_.max_threads; ++i) {
-    senders.emplace_back([&] {
-      Sender send = senders_();
+    senders.emplace_back([&, send = std::move(made[i])] {
       for (;;) {
         std::unique_lock<std::mutex> lock(mutex);
         ready.wait(lock, [&] { return stop || !due.empty(); });

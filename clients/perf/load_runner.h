@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <vector>
 
 #include "clients/perf/perf_options.h"
 #include "clients/perf/step_stats.h"
@@ -13,8 +14,8 @@ namespace manypy::perf {
 
 /// Sends one request and waits for its reply: the reply's status.
 using Sender = std::function<Status()>;
-/// Makes the sender of one sender thread (gRPC: a call on a shared client;
-/// HTTP: a connection of its own).
+/// Makes the sender of one sender thread (gRPC: a call on a client with a
+/// connection of its own, already connected; HTTP: a connection of its own).
 using SenderFactory = std::function<Sender()>;
 /// Called with each window's figures as the window closes (measuring thread).
 using WindowObserver = std::function<void(const StepSummary&)>;
@@ -35,6 +36,9 @@ class LoadRunner {
 
  private:
   using Clock = std::chrono::steady_clock;
+  /// `count` senders, made one after another before any is used: a sender's
+  /// connection is set up then, before the warm-up and the windows start.
+  std::vector<Sender> MakeSenders(int count) const;
   /// Sends one request and records its latency since `start`.
   static void SendOne(const Sender& send, Recorder* recorder, Clock::time_point start);
   /// Warm-up, then windows until two agree or max_windows; summarizes the last

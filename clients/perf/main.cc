@@ -1,5 +1,7 @@
 // manypy-perf: measures throughput and latency of one model on any Open
 // Inference Protocol server, over gRPC or HTTP/REST (-i http). See PerfUsage() (--help) for the flags.
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 
@@ -17,6 +19,12 @@ namespace {
 int Fail(const manypy::Status& s) {
   std::cerr << "manypy-perf: " << s.ToString() << "\n";
   return 1;
+}
+
+// How long a gRPC connection may take to come up: the request deadline, at most
+// 10 s (a stopped server then fails the run in 10 s, not at the deadline).
+std::chrono::milliseconds ConnectTimeout(const manypy::perf::PerfOptions& options) {
+  return std::chrono::milliseconds(std::min(options.timeout_ms, 10000));
 }
 
 }  // namespace
@@ -57,6 +65,9 @@ int main(int argc, char** argv) {
     auto created = client::InferenceClient::Create(options.url, probe);
     if (!created.ok()) return Fail(created.status());
     grpc_client = std::move(*created);
+    if (Status up = grpc_client->WaitForConnection(ConnectTimeout(options)); !up.ok()) {
+      return Fail(up);
+    }
     metadata = grpc_client->ModelMetadata(options.model, options.model_version);
     config = grpc_client->ModelConfig(options.model, options.model_version);
   }
@@ -88,10 +99,10 @@ int main(int argc, char** argv) {
       own.bearer_token = token;
       auto created = client::InferenceClient::Create(options.url, own);
       std::shared_ptr<client::InferenceClient> stream(created.ok() ? std::move(*created) : nullptr);
-      if (stream == nullptr) {
-        Status failed = created.status();
-        return [failed] { return failed; };
-      }
+      // Connected before the stream is handed out, so before anything is measured
+      // (LoadRunner makes every sender first): see WaitForConnection.
+      Status failed = stream ? stream->WaitForConnection(ConnectTimeout(options)) : created.status();
+      if (!failed.ok()) return [failed] { return failed; };
       return [&, infer, stream] { return stream->Infer(inputs, infer).status(); };
     };
   }

@@ -2,7 +2,13 @@
 // and the status codes its errors carry.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "clients/cpp/grpc_status.h"
@@ -194,6 +200,33 @@ TEST_F(ClientTest, OneClientServesManyThreads) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 160);
+}
+
+// A port that nothing listens on: bound, then closed (connects are refused).
+int ClosedPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(a);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST_F(ClientTest, WaitForConnectionConnectsNowOrSaysWhereItCouldNot) {
+  EXPECT_TRUE(client_->WaitForConnection(std::chrono::seconds(10)).ok());
+  EXPECT_TRUE(V(client_->ServerLive()));
+
+  std::string closed = "127.0.0.1:" + std::to_string(ClosedPort());
+  auto c = InferenceClient::Create(closed);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto start = std::chrono::steady_clock::now();
+  Status s = (*c)->WaitForConnection(std::chrono::milliseconds(300));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(290));
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(), "could not connect to " + closed + " within 300 ms");
 }
 
 TEST(GrpcStatusTest, MapsCodesAndKeepsTheOriginalName) {

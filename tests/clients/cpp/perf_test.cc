@@ -1,6 +1,7 @@
 // manypy-perf as a subprocess against the real manypy-server: the JSON it
 // writes is well-formed and its numbers are consistent.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -221,6 +222,26 @@ TEST_F(PerfTest, BadFlagsAndUnknownModelFail) {
   EXPECT_NE(std::system((perf + " --concurrency 1 2> /dev/null").c_str()), 0);  // no -m
   EXPECT_NE(std::system((perf + " -m two_io --bogus 1 2> /dev/null").c_str()), 0);
   EXPECT_NE(std::system((perf + " -u " + server_.address() + " -m no_such_model 2> /dev/null").c_str()), 0);
+}
+
+// Connections come up before anything is measured, and a server that cannot be
+// reached fails the run at once with the address, not with a window of errors.
+TEST_F(PerfTest, AServerThatCannotBeReachedFailsTheRunNamingIt) {
+  std::string address = server_.address();
+  ASSERT_EQ(server_.Stop(), 0);
+  std::string err = (dir_ / "err.txt").string();
+  std::string cmd = std::string(MANYPY_PERF_BINARY) + " -u " + address +
+                    " -m two_io --timeout-ms 500 --warmup-seconds 0 --window-seconds 1 2> " + err;
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 1) << cmd;
+  std::ifstream in(err);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("UNAVAILABLE: could not connect to " + address + " within 500 ms"),
+            std::string::npos)
+      << text.str();
+  ASSERT_TRUE(server_.Start(MANYPY_SERVER_BINARY,
+                            {"--model-control-mode=explicit", "--load-model=two_io",
+                             std::string("--model-repository=") + MANYPY_TEST_REPOSITORY}));
 }
 
 }  // namespace
