@@ -283,6 +283,14 @@ def main():
             "strings: no TorchScript form). manypy batches the models whose manifests ask for "
             "it (all of these); the Python baselines run each request alone, as a first server "
             "would: the figures compare what users get, not identical work.", ""]
+    paired = sorted({r["model"] for r in serving if "rounds_infer_per_s" in r})
+    if paired:
+        rounds = max(len(r["rounds_infer_per_s"]) for r in serving if "rounds_infer_per_s" in r)
+        out += [f"For {', '.join(paired)}, manypy and manypy-torchscript were measured in "
+                f"{rounds} alternated rounds at each step (A B, B A, ...); each figure is the "
+                "median round's, so that a slow spell of this VM costs both sides a round "
+                "instead of deciding their ratio. Every round's throughput is in serving.json "
+                "(`rounds_infer_per_s`).", ""]
     out += [f"![{p}]({p})" for p in plots if p.startswith("serving")]
     out += serving_tables(by, models)
     out += ["", "## Memory vs workers (resnet50)", ""] + memory_lines

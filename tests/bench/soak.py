@@ -2,14 +2,19 @@
 """make soak: one manypy-server under steady mixed traffic with periodic reloads.
 
 Starts manypy-server (explicit model control, 2 interpreters) and one
-manypy-perf per stream for the whole run: a fixed rate (--distribution
-constant) of one model over gRPC or HTTP, on connections kept open throughout
-as a real client's would be, measured in windows of --window-seconds, each
-written as a JSON line when it closes (--window-log). Every --reload-seconds
-(10) of each window, at the same offsets in every window, it reloads every
-served model in turn (RepositoryModelLoad on a loaded model: the new copy loads
-and warms up one interpreter at a time while the rest serve, then the old one
-drains and is unloaded). At each window's end it reads the server's resident
+manypy-perf per stream for the whole run: a fixed mean rate of one model over
+gRPC or HTTP with Poisson arrivals (--distribution), on connections kept open
+throughout as a real client's would be, measured in windows of
+--window-seconds, each written as a JSON line when it closes (--window-log).
+Poisson rather than evenly spaced arrivals: streams at fixed periods (50 ms,
+66.7 ms, 500 ms) meet each other at phases that drift slowly, so which requests
+collide, and so each window's p99, wandered from window to window with the
+phase rather than with the server (python_heavy's p99 rose for five windows
+running on 2026-11-30); independent arrivals give every window the same odds.
+Every --reload-seconds (10) of each window, at the same offsets in every
+window, it reloads every served model in turn (RepositoryModelLoad on a loaded
+model: the new copy loads and warms up one interpreter at a time while the rest
+serve, then the old one drains and is unloaded). At each window's end it reads the server's resident
 memory and CPU time from /proc. The first 10% of the windows (at least one) are
 warm-up. (Up to 2026-12-01 each window started a fresh manypy-perf per stream:
 six process starts and new connections at every window's start, inside the
@@ -110,7 +115,8 @@ def perf_command(perf, stream, port, args, log, out):
     """One stream's manypy-perf for the whole soak: --warmup-seconds, then
     every window measured (--stability-percent 0) and logged as it closes."""
     return [perf, "-m", stream["model"], "-i", stream["protocol"], "-u", f"127.0.0.1:{port}",
-            "--rate", f"{stream['rate']:g}", "--distribution", "constant", "--max-threads", "4",
+            "--rate", f"{stream['rate']:g}", "--distribution", args.distribution,
+            "--max-threads", "4",
             "--warmup-seconds", f"{PERF_WARMUP_SECONDS:g}",
             "--window-seconds", f"{args.window_seconds:g}", "--max-windows",
             str(args.windows_total), "--stability-percent", "0", "--window-log", log,
@@ -230,6 +236,8 @@ def main():
                              "(default: every streamed model; 'none': no reloads)")
     parser.add_argument("--reload-seconds", type=float, default=10,
                         help="one reload round per this many seconds of each window (default 10)")
+    parser.add_argument("--distribution", choices=["poisson", "constant"], default="poisson",
+                        help="arrivals within each stream (default poisson)")
     parser.add_argument("--max-rss-growth", type=float, default=0.05)
     parser.add_argument("--p99-ratio", type=float, default=1.2)
     parser.add_argument("--p99-slack-ms", type=float, default=0.0)
