@@ -287,8 +287,9 @@ def main():
     if paired:
         rounds = max(len(r["rounds_infer_per_s"]) for r in serving if "rounds_infer_per_s" in r)
         out += [f"For {', '.join(paired)}, manypy and manypy-torchscript were measured in "
-                f"{rounds} alternated rounds at each step (A B, B A, ...); each figure is the "
-                "median round's, so that a slow spell of this VM costs both sides a round "
+                f"{rounds} alternated rounds at each step (A B, B A, ...), each two-thirds of "
+                "the model's window; each figure is the median round's, so that a slow spell "
+                "of this VM costs both sides a round "
                 "instead of deciding their ratio. Every round's throughput is in serving.json "
                 "(`rounds_infer_per_s`).", ""]
     out += [f"![{p}]({p})" for p in plots if p.startswith("serving")]
