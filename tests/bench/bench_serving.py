@@ -170,11 +170,14 @@ def median_round(rounds):
     record = dict(ordered[len(ordered) // 2])
     record["rounds_infer_per_s"] = [r["infer_per_s"] for r in rounds]
     record["peak_rss_bytes"] = max(r["peak_rss_bytes"] for r in rounds)
+    # A failure in any round must still surface, with counts that add up.
     record["errors"] = sum(r["errors"] for r in rounds)
-    for r in rounds:  # a failure in any round must still surface
-        if r["errors"]:
-            record["errors_by_code"], record["error_messages"] = (r["errors_by_code"],
-                                                                  r["error_messages"])
+    record["errors_by_code"], record["error_messages"] = {}, {}
+    for r in rounds:
+        for code, count in r["errors_by_code"].items():
+            record["errors_by_code"][code] = record["errors_by_code"].get(code, 0) + count
+        for code, message in r["error_messages"].items():
+            record["error_messages"].setdefault(code, message)
     return record
 
 
@@ -182,8 +185,10 @@ def measure_step(args, servers, model, concurrency):
     """One record per server at this step: the pair in alternated rounds where
     PAIRED_MODELS asks for it, every other server once."""
     paired = [s for s in servers if s.kind in PAIR] if model in args.paired_models else []
+    if len(paired) != 2:
+        paired = []
     rounds = {s.kind: [] for s in paired}
-    for i in range(ROUNDS if len(paired) == 2 else 0):
+    for i in range(ROUNDS if paired else 0):
         for server in (paired if i % 2 == 0 else paired[::-1]):
             rounds[server.kind].append(measure(args, server, model, concurrency,
                                                 ROUND_WINDOW_SHARE))

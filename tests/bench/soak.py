@@ -14,9 +14,9 @@ running on 2026-11-30); independent arrivals give every window the same odds.
 Every --reload-seconds (10) of each window, at the same offsets in every
 window, it reloads every served model in turn (RepositoryModelLoad on a loaded
 model: the new copy loads and warms up one interpreter at a time while the rest
-serve, then the old one drains and is unloaded). At each window's end it reads the server's resident
-memory and CPU time from /proc. The first 10% of the windows (at least one) are
-warm-up. (Up to 2026-12-01 each window started a fresh manypy-perf per stream:
+serve, then the old one drains and is unloaded). At each window's end it reads
+the server's resident memory and CPU time from /proc. The first 10% of the
+windows (at least one) are warm-up. (Up to 2026-12-01 each window started a fresh manypy-perf per stream:
 six process starts and new connections at every window's start, inside the
 measurement.)
 
