@@ -148,7 +148,7 @@ class Streams:
         deadline = time.monotonic() + wait_seconds
         figures = {}
         keys = ("requests", "successes", "errors", "errors_by_code", "error_messages",
-                "requests_per_s", "p50_ms", "p99_ms", "avg_ms")
+                "requests_per_s", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "avg_ms")
         for s, log, err, proc in self.procs:
             name = f"{s['model']}/{s['protocol']}"
             while True:
