@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <thread>
 
@@ -81,6 +82,10 @@ int main(int argc, char** argv) {
   InitLibraryLogging(argv[0]);
   SetLogLevel(options->log_level);
   SetLogFormat(options->log_format);
+  // The model runtime writes the line a model's os._exit leaves (Python, in
+  // each interpreter, with no way to call back here): it reads the format
+  // from the environment, which the interpreters copy when the pool starts.
+  setenv("MANYPY_LOG_FORMAT", options->log_format.c_str(), 1);
   SetAccessLogFraction(options->access_log_fraction);
   // Token files are read once, before anything listens: a bad one stops the start.
   auto tokens = AccessTokens::Load(options->auth_token_file, options->management_token_file);

@@ -85,6 +85,20 @@ _names = weakref.WeakKeyDictionary()  # does not keep an unloaded model alive
 _server_pid = None
 
 
+def _log_line(message, model):
+    """One ERROR line as the server's log writes it (server/log.cc): text, or
+    with --log-format=json (which manypy-server puts in MANYPY_LOG_FORMAT
+    before the interpreters start) one JSON object with the model's name."""
+    import os
+    if os.environ.get("MANYPY_LOG_FORMAT") != "json":
+        return f"manypy-server: ERROR {message}\n"
+    import datetime
+    import json
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ts = now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    return json.dumps({"ts": ts, "level": "ERROR", "msg": message, "model": model}) + "\n"
+
+
 def _guard_os_exit():
     """Wraps this interpreter's os._exit so that a model calling it leaves one
     clear line on stderr before the process ends, instead of a server that
@@ -112,9 +126,9 @@ def _guard_os_exit():
             except TypeError:  # not weakly referenceable, or nothing running
                 model = "?"
             try:
-                sys.stderr.write(f"manypy-server: ERROR model '{model}' called os._exit({status})"
-                                 f"{where}: the server process exits now, and every request in "
-                                 f"flight is lost\n")
+                sys.stderr.write(_log_line(
+                    f"model '{model}' called os._exit({status}){where}: the server process "
+                    f"exits now, and every request in flight is lost", model))
                 sys.stderr.flush()
             except Exception:  # the exit matters more than the line
                 pass

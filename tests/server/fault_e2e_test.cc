@@ -357,6 +357,28 @@ TEST_F(FaultTest, OsExitEndsTheServerWithOneClearLogLineAndNoCallHangs) {
   EXPECT_TRUE(Contains(text, "the server process exits now")) << text;
 }
 
+TEST_F(FaultTest, OsExitLineIsOneJsonObjectUnderJsonLogging) {
+  MakeRepository({"faults/exits.mpk"});
+  std::string log = (repo_ / "server.log").string();
+  server_.set_stderr_path(log);
+  Start({"--model-control-mode=explicit", "--load-model=exits", "--log-format=json"});
+  ModelInferResponse out;
+  grpc::Status s = Infer(FloatRequest("exits", {3.f}), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_EQ(server_.WaitForExit(30), 7);
+  std::ifstream in(log);
+  std::string line, found;
+  while (std::getline(in, line)) {
+    if (Contains(line, "called os._exit(7)")) found = line;
+  }
+  // As server/log.cc writes a line under --log-format=json, with the model named.
+  EXPECT_EQ(found.rfind("{\"ts\": \"", 0), 0u) << found;
+  EXPECT_TRUE(Contains(found, "\"level\": \"ERROR\"")) << found;
+  EXPECT_TRUE(Contains(found, "\"msg\": \"model 'exits' called os._exit(7) at ")) << found;
+  EXPECT_TRUE(Contains(found, "\"model\": \"exits\"}")) << found;
+  EXPECT_FALSE(Contains(found, "manypy-server: ERROR")) << found;
+}
+
 TEST_F(FaultTest, ModelWhoseLoadFailsIsRefusedNamingWhyWhileOthersServe) {
   MakeRepository({"faults/fails_to_load.mpk", "failing.mpk"});
   {  // An archive cut short on disk: listed under its file name, with why.
