@@ -9,10 +9,11 @@
 
 namespace manypy::client {
 
-/// The token in `path`: the file's text without surrounding whitespace.
-/// INVALID_ARGUMENT naming the file when it cannot be read, is empty, or holds
-/// more than one word.
-StatusOr<std::string> ReadBearerTokenFile(const std::string& path);
+/// The token in `path`, read as the server reads its own token files
+/// (common/token_file.h: one token of visible ASCII, surrounding whitespace
+/// trimmed); INVALID_ARGUMENT naming `flag` and the file otherwise.
+StatusOr<std::string> ReadBearerTokenFile(const std::string& path,
+                                          const std::string& flag = "auth-token-file");
 
 /// "Bearer <token>", the value of the authorization header / metadata.
 std::string BearerAuthorization(const std::string& token);

@@ -1,13 +1,9 @@
 #include "server/auth/access_tokens.h"
 
 #include <cctype>
-#include <fstream>
-#include <sstream>
 
 namespace manypy {
 namespace {
-
-constexpr size_t kMaxTokenBytes = 4096;
 
 /// Equal strings in time that depends only on their lengths, not on where they
 /// first differ: a client timing its failures learns nothing about the token.
@@ -20,49 +16,22 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 /// The token of "Bearer <token>" (scheme case-insensitive, RFC 6750); empty if
 /// the value is not a bearer credential.
 std::string_view BearerToken(std::string_view authorization) {
-  std::string_view value = Trim(authorization);
+  std::string_view value = TrimAsciiSpace(authorization);
   constexpr std::string_view kScheme = "bearer";
-  if (value.size() <= kScheme.size() || !IsSpace(value[kScheme.size()])) return {};
+  if (value.size() <= kScheme.size() ||
+      !std::isspace(static_cast<unsigned char>(value[kScheme.size()]))) {
+    return {};
+  }
   for (size_t i = 0; i < kScheme.size(); ++i) {
     if (std::tolower(static_cast<unsigned char>(value[i])) != kScheme[i]) return {};
   }
-  return Trim(value.substr(kScheme.size()));
+  return TrimAsciiSpace(value.substr(kScheme.size()));
 }
 
 }  // namespace
-
-StatusOr<std::string> ReadTokenFile(const std::string& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidArgument("--" + flag + ": cannot read the token file " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string content = text.str();
-  if (content.size() > kMaxTokenBytes) {
-    return InvalidArgument("--" + flag + ": the token file " + path + " is larger than " +
-                           std::to_string(kMaxTokenBytes) + " bytes; it must hold one token");
-  }
-  std::string token(Trim(content));
-  if (token.empty()) return InvalidArgument("--" + flag + ": the token file " + path + " is empty");
-  for (char c : token) {
-    // HTTP header values and gRPC metadata carry visible ASCII only.
-    if (IsSpace(c) || c < 0x21 || c > 0x7e) {
-      return InvalidArgument("--" + flag + ": the token file " + path +
-                             " must hold one token of visible ASCII characters, without spaces");
-    }
-  }
-  return token;
-}
 
 StatusOr<AccessTokens> AccessTokens::Load(const std::string& inference_token_file,
                                           const std::string& management_token_file) {

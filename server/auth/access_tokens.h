@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "common/token_file.h"  // ReadTokenFile: the server's token flags
 
 namespace manypy {
 
@@ -16,11 +17,6 @@ enum class AccessScope {
   kInference,   ///< inference, metadata, config, statistics
   kManagement,  ///< the repository API: index, load, unload
 };
-
-/// Reads a token file: one token; surrounding whitespace (the trailing newline)
-/// is trimmed. INVALID_ARGUMENT naming `flag` and the file when it cannot be read,
-/// is empty, or holds whitespace inside the token. The token is never in a message.
-StatusOr<std::string> ReadTokenFile(const std::string& path, const std::string& flag);
 
 class AccessTokens {
  public:

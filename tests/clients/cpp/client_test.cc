@@ -9,8 +9,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
+#include "clients/cpp/bearer_token.h"
 #include "clients/cpp/grpc_status.h"
 #include "clients/cpp/inference_client.h"
 #include "tests/test_util/server_process.h"
@@ -53,6 +56,32 @@ class ClientTest : public ::testing::Test {
   std::unique_ptr<InferenceClient> client_;
 };
 testing::ServerProcess* ClientTest::server_ = nullptr;
+
+// The client reads a token file as the server reads its own (one reader,
+// common/token_file.h): what one accepts the other does.
+TEST(BearerTokenTest, ReadsATokenFileAsTheServerDoesNamingTheFlag) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("manypy_bearer_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  };
+  auto good = ReadBearerTokenFile(write("good", "  s3cr3t-Token_1\r\n"));
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  EXPECT_EQ(*good, "s3cr3t-Token_1");
+  EXPECT_EQ(BearerAuthorization(*good), "Bearer s3cr3t-Token_1");
+  auto two = ReadBearerTokenFile(write("two", "first second\n"));
+  EXPECT_EQ(two.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(two.status().message().find("--auth-token-file: the token file"), std::string::npos)
+      << two.status().message();
+  EXPECT_EQ(two.status().message().find("first"), std::string::npos);  // never the token
+  auto missing = ReadBearerTokenFile((dir / "nope").string(), "management-token-file");
+  EXPECT_NE(missing.status().message().find("--management-token-file: cannot read"),
+            std::string::npos)
+      << missing.status().message();
+  fs::remove_all(dir);
+}
 
 TEST_F(ClientTest, CreateRejectsBadArguments) {
   EXPECT_EQ(InferenceClient::Create("").status().code(), StatusCode::kInvalidArgument);

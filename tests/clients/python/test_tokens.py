@@ -79,5 +79,22 @@ class TokenClientTest(unittest.TestCase):
         self.assertIn("UNAUTHENTICATED", refused.stdout + refused.stderr)
 
 
+    def test_cli_refuses_a_bad_token_file_as_the_server_would(self):
+        cli = [sys.executable, "-m", "manypy.client.cli", "-u", self.server.address]
+        with tempfile.TemporaryDirectory() as scratch:
+            cases = {"two words": ("first second\n", "must hold one token of visible ASCII"),
+                     "empty": (" \n", "is empty"),
+                     "too large": ("x" * 4097, "is larger than 4096 bytes")}
+            for name, (text, why) in cases.items():
+                with self.subTest(name):
+                    path = os.path.join(scratch, name.replace(" ", "_"))
+                    with open(path, "w") as f:
+                        f.write(text)
+                    run = subprocess.run(cli + ["--auth-token-file", path, "metadata", "two_io"],
+                                         capture_output=True, text=True, timeout=60)
+                    self.assertEqual(run.returncode, 1, run.stdout)
+                    self.assertIn(f"--auth-token-file: the token file {path} {why}", run.stderr)
+                    self.assertNotIn("first", run.stderr)
+
 if __name__ == "__main__":
     unittest.main()

@@ -149,14 +149,31 @@ def _summary(array):
                            separator=", ").replace("\n", "\n    ")
 
 
-def _read_token(path):
+# As common/token_file.cc, the reader of manypy-server's own token files and
+# of the C++ clients': a file one accepts, the others accept.
+_MAX_TOKEN_BYTES = 4096
+
+
+def _read_token(path, flag="auth-token-file"):
+    """The token in `path`: one token of visible ASCII, surrounding whitespace
+    trimmed. ValueError naming the flag and the file otherwise (never the token)."""
     if path is None:
         return None
-    with open(path, encoding="utf-8") as f:
-        words = f.read().split()
-    if len(words) != 1:
-        raise ValueError(f"--auth-token-file {path}: expected one token, found {len(words)} words")
-    return words[0]
+    try:
+        with open(path, "rb") as f:
+            content = f.read(_MAX_TOKEN_BYTES + 1)
+    except OSError:
+        raise ValueError(f"--{flag}: cannot read the token file {path}") from None
+    if len(content) > _MAX_TOKEN_BYTES:
+        raise ValueError(f"--{flag}: the token file {path} is larger than {_MAX_TOKEN_BYTES} "
+                         f"bytes; it must hold one token")
+    token = content.strip()  # C's isspace set: space, \t, \n, \v, \f, \r
+    if not token:
+        raise ValueError(f"--{flag}: the token file {path} is empty")
+    if any(c < 0x21 or c > 0x7e for c in token):
+        raise ValueError(f"--{flag}: the token file {path} must hold one token of visible ASCII "
+                         f"characters, without spaces")
+    return token.decode("ascii")
 
 
 def _run(args):
