@@ -224,7 +224,21 @@ void Dispatcher::Run(size_t slot, Execution& execution) {
   RecordExecution(model, slot, rows, execution.started, computed, error_type);
 
   Status status = outputs.ok() ? Status::Ok() : outputs.status();
-  if (execution.hook.fired()) {
+  bool clients_left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    clients_left = execution.clients_left;
+  }
+  if (execution.hook.fired() && clients_left) {
+    // As for a queued request whose client left (Expire): the answer reaches
+    // no one; the status is for the statistics and the access log.
+    status = {StatusCode::kDeadlineExceeded,
+              "every client of this execution of model '" + m.name +
+                  "' left while it ran; it was interrupted after " +
+                  Seconds(std::chrono::duration_cast<std::chrono::microseconds>(
+                      computed - execution.started)) +
+                  " s"};
+  } else if (execution.hook.fired()) {
     status = {StatusCode::kDeadlineExceeded,
               "model '" + m.name + "' ran longer than its execution limit of " +
                   Seconds(model.limits().max_execution) + " s and was " +
@@ -259,6 +273,13 @@ void Dispatcher::Expire(const ModelQueue& model, RequestPtr request) {
   FinishRequest(model, std::move(request), status, {}, 0);
 }
 
+bool Dispatcher::ClientsLeft(const Execution& execution) {
+  for (const auto& r : execution.requests) {
+    if (!r->cancelled || !r->cancelled()) return false;
+  }
+  return !execution.requests.empty();
+}
+
 void Dispatcher::Watch() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
@@ -270,6 +291,14 @@ void Dispatcher::Watch() {
       if (now >= e->interrupt_at) {
         overdue.push_back(e);
         e->interrupt_at = now + options_.reinterrupt_interval;
+      } else if (!e->clients_left && e->model->executable().interruptible() && ClientsLeft(*e)) {
+        // No one waits for the answer: free the interpreter for requests that
+        // still have a client, as the execution limit would, but now.
+        // Fired again every reinterrupt_interval, as an overdue one: a call that
+        // has not armed its hook yet, or that caught the exception, still ends.
+        e->clients_left = true;
+        e->interrupt_at = now + options_.reinterrupt_interval;
+        overdue.push_back(e);
       }
       wake = std::min(wake, e->interrupt_at);
     }

@@ -87,6 +87,7 @@ class Dispatcher {
     Clock::time_point interrupt_at = Clock::time_point::max();  // guarded by mu_
     bool interrupted = false;                                   // guarded by mu_
     bool answered = false;  // guarded by mu_: by the worker, or by Abandon
+    bool clients_left = false;  // guarded by mu_: interrupted because no one waits for it
   };
   using ExecutionPtr = std::shared_ptr<Execution>;
 
@@ -101,6 +102,9 @@ class Dispatcher {
   /// Nothing queued or running in any model. REQUIRES: mu_.
   bool IdleLocked() const;
   static void Expire(const ModelQueue& model, RequestPtr request);
+  /// Whether the client of every request in `execution` has gone (cancelled,
+  /// disconnected). REQUIRES: mu_, and `execution` not answered yet.
+  static bool ClientsLeft(const Execution& execution);
 
   const Options options_;
   mutable std::mutex mu_;

@@ -476,6 +476,35 @@ TEST_F(FaultTest, ClientLeavingAQueuedRequestDropsItAndTheServerServesOn) {
   ExpectServes("failing");
 }
 
+TEST_F(FaultTest, ClientLeavingARunningCallInterruptsItAndTheInterpreterServesOn) {
+  MakeRepository({"spin.mpk"});
+  // One interpreter, no execution limit: spin(-1) would hold it for ever.
+  Start({"--model-control-mode=explicit", "--load-model=spin", "--interpreters=1"});
+  {  // gRPC: the client cancels while the call runs.
+    grpc::ClientContext ctx;
+    std::thread cancel([&] {
+      if (WaitForMetric("manypy_in_flight_executions", "spin", 1)) ctx.TryCancel();
+    });
+    ModelInferResponse out;
+    EXPECT_EQ(stub_->ModelInfer(&ctx, FloatRequest("spin", {-1.f}), &out).error_code(),
+              grpc::StatusCode::CANCELLED);
+    cancel.join();
+  }
+  ExpectIdle("spin");
+  {  // HTTP: the client closes its connection while the call runs.
+    testing::HttpConnection connection(server_.http_port());
+    std::string body = JsonInfer({-1.f});
+    connection.WriteRaw(
+        "POST /v2/models/spin/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+    EXPECT_TRUE(WaitForMetric("manypy_in_flight_executions", "spin", 1));
+  }  // closed here
+  ExpectIdle("spin");
+  ExpectServes("spin");  // the one interpreter is free again
+  EXPECT_EQ(Statistics("spin").inference_stats().fail().count(), 2u);
+}
+
 TEST_F(FaultTest, StreamCancelledWithRequestsInFlightLeavesNothingBehind) {
   MakeRepository({"slow.mpk", "failing.mpk"});
   Start({"--model-control-mode=explicit", "--load-model=slow", "--load-model=failing",
