@@ -152,6 +152,19 @@ class FaultTest : public ServerTest {
     }
     return false;
   }
+  /// POSTs `body` to `model` over a connection of its own, waits until `metric`
+  /// (queued requests or executions in flight) shows it, then closes the
+  /// connection: a client that leaves.
+  void HttpInferThenLeave(const std::string& model, const std::string& body,
+                          const std::string& metric) {
+    testing::HttpConnection connection(server_.http_port());
+    connection.WriteRaw("POST /v2/models/" + model +
+                        "/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        "Content-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body);
+    EXPECT_TRUE(WaitForMetric(metric, model, 1)) << model;
+  }
+
   void ExpectIdle(const std::string& model) {
     EXPECT_TRUE(WaitForMetric("manypy_queued_requests", model, 0)) << model;
     EXPECT_TRUE(WaitForMetric("manypy_in_flight_executions", model, 0)) << model;
@@ -443,15 +456,9 @@ TEST_F(FaultTest, ClientLeavingAQueuedRequestDropsItAndTheServerServesOn) {
   EXPECT_EQ(grpc_code.load(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(WaitForMetric("manypy_queued_requests", "slow", 0));  // dropped, not run
   // HTTP: a queued request whose connection the client closes.
-  {
-    testing::HttpConnection connection(server_.http_port());
-    std::string body = R"({"inputs":[{"name":"MS","datatype":"INT64","shape":[1,1],"data":[1]}]})";
-    connection.WriteRaw(
-        "POST /v2/models/slow/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        "Content-Length: " +
-        std::to_string(body.size()) + "\r\n\r\n" + body);
-    EXPECT_TRUE(WaitForMetric("manypy_queued_requests", "slow", 1));
-  }  // closed here
+  HttpInferThenLeave("slow",
+                     R"({"inputs":[{"name":"MS","datatype":"INT64","shape":[1,1],"data":[1]}]})",
+                     "manypy_queued_requests");
   EXPECT_TRUE(WaitForMetric("manypy_queued_requests", "slow", 0));
   // Both left while the 6 s call still ran: neither was executed.
   EXPECT_EQ(Metric("manypy_in_flight_executions", "slow"), 1);
@@ -491,15 +498,8 @@ TEST_F(FaultTest, ClientLeavingARunningCallInterruptsItAndTheInterpreterServesOn
     cancel.join();
   }
   ExpectIdle("spin");
-  {  // HTTP: the client closes its connection while the call runs.
-    testing::HttpConnection connection(server_.http_port());
-    std::string body = JsonInfer({-1.f});
-    connection.WriteRaw(
-        "POST /v2/models/spin/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        "Content-Length: " +
-        std::to_string(body.size()) + "\r\n\r\n" + body);
-    EXPECT_TRUE(WaitForMetric("manypy_in_flight_executions", "spin", 1));
-  }  // closed here
+  // HTTP: the client closes its connection while the call runs.
+  HttpInferThenLeave("spin", JsonInfer({-1.f}), "manypy_in_flight_executions");
   ExpectIdle("spin");
   ExpectServes("spin");  // the one interpreter is free again
   EXPECT_EQ(Statistics("spin").inference_stats().fail().count(), 2u);
