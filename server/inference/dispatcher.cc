@@ -224,27 +224,29 @@ void Dispatcher::Run(size_t slot, Execution& execution) {
   RecordExecution(model, slot, rows, execution.started, computed, error_type);
 
   Status status = outputs.ok() ? Status::Ok() : outputs.status();
-  bool clients_left;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    clients_left = execution.clients_left;
-  }
-  if (execution.hook.fired() && clients_left) {
-    // As for a queued request whose client left (Expire): the answer reaches
-    // no one; the status is for the statistics and the access log.
-    status = {StatusCode::kDeadlineExceeded,
-              "every client of this execution of model '" + m.name +
-                  "' left while it ran; it was interrupted after " +
-                  Seconds(std::chrono::duration_cast<std::chrono::microseconds>(
-                      computed - execution.started)) +
-                  " s"};
-  } else if (execution.hook.fired()) {
-    status = {StatusCode::kDeadlineExceeded,
-              "model '" + m.name + "' ran longer than its execution limit of " +
-                  Seconds(model.limits().max_execution) + " s and was " +
-                  (model.executable().interruptible()
-                       ? "interrupted"
-                       : "answered as failed when it ended (its calls cannot be interrupted)")};
+  if (execution.hook.fired()) {
+    bool clients_left;  // only an interrupted execution needs the lock for it
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      clients_left = execution.clients_left;
+    }
+    if (clients_left) {
+      // As for a queued request whose client left (Expire): the answer reaches
+      // no one; the status is for the statistics and the access log.
+      status = {StatusCode::kDeadlineExceeded,
+                "every client of this execution of model '" + m.name +
+                    "' left while it ran; it was interrupted after " +
+                    Seconds(std::chrono::duration_cast<std::chrono::microseconds>(
+                        computed - execution.started)) +
+                    " s"};
+    } else {
+      status = {StatusCode::kDeadlineExceeded,
+                "model '" + m.name + "' ran longer than its execution limit of " +
+                    Seconds(model.limits().max_execution) + " s and was " +
+                    (model.executable().interruptible()
+                         ? "interrupted"
+                         : "answered as failed when it ended (its calls cannot be interrupted)")};
+    }
   }
   std::vector<std::vector<Value>> split;
   if (status.ok()) status = SplitOutputs(m, execution.requests, std::move(*outputs), &split);

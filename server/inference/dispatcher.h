@@ -85,7 +85,6 @@ class Dispatcher {
     InterruptHook hook;
     Clock::time_point started;
     Clock::time_point interrupt_at = Clock::time_point::max();  // guarded by mu_
-    bool interrupted = false;                                   // guarded by mu_
     bool answered = false;  // guarded by mu_: by the worker, or by Abandon
     bool clients_left = false;  // guarded by mu_: interrupted because no one waits for it
   };

@@ -16,9 +16,9 @@ window, it reloads every served model in turn (RepositoryModelLoad on a loaded
 model: the new copy loads and warms up one interpreter at a time while the rest
 serve, then the old one drains and is unloaded). At each window's end it reads
 the server's resident memory and CPU time from /proc. The first 10% of the
-windows (at least one) are warm-up. (Up to 2026-12-01 each window started a fresh manypy-perf per stream:
-six process starts and new connections at every window's start, inside the
-measurement.)
+windows (at least one) are warm-up. (Up to 2026-12-01 each window started a
+fresh manypy-perf per stream: six process starts and new connections at every
+window's start, inside the measurement.)
 
 Verdicts (tests/bench/soak_verdicts.py), all written to --out with the raw
 per-window figures; the exit status is 1 if one fails:

@@ -78,7 +78,6 @@ class TokenClientTest(unittest.TestCase):
         self.assertNotEqual(refused.returncode, 0)
         self.assertIn("UNAUTHENTICATED", refused.stdout + refused.stderr)
 
-
     def test_cli_refuses_a_bad_token_file_as_the_server_would(self):
         cli = [sys.executable, "-m", "manypy.client.cli", "-u", self.server.address]
         with tempfile.TemporaryDirectory() as scratch:
@@ -95,6 +94,7 @@ class TokenClientTest(unittest.TestCase):
                     self.assertEqual(run.returncode, 1, run.stdout)
                     self.assertIn(f"--auth-token-file: the token file {path} {why}", run.stderr)
                     self.assertNotIn("first", run.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
