@@ -22,6 +22,9 @@ enum class StatusCode {
   kInternal,
   kUnauthenticated,   ///< no valid credentials (gRPC UNAUTHENTICATED, HTTP 401)
   kPermissionDenied,  ///< valid credentials without the right (gRPC PERMISSION_DENIED, HTTP 403)
+  /// The client left (cancelled, disconnected) before its answer: the
+  /// client's doing, never a server fault (gRPC CANCELLED, HTTP 499).
+  kCancelled,
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -51,6 +54,8 @@ inline Status FailedPrecondition(std::string m) {
 }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+inline Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 inline Status Unauthenticated(std::string m) { return {StatusCode::kUnauthenticated, std::move(m)}; }
 inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
 

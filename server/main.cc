@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
     if (s.state == ModelState::kReady) {
       ++ready;
       Log(LogLevel::kInfo, "model " + s.name + " version " + std::to_string(s.version) + " READY");
-    } else if (!s.reason.empty()) {
+    } else if (!s.reason.empty() && !s.not_loaded) {
       Log(LogLevel::kWarning, "model " + s.name + " " + ModelStateName(s.state) + ": " + s.reason);
     }
   }

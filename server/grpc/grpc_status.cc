@@ -16,6 +16,7 @@ grpc::Status ToGrpcStatus(const Status& status) {
     case StatusCode::kInternal: code = grpc::StatusCode::INTERNAL; break;
     case StatusCode::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
     case StatusCode::kPermissionDenied: code = grpc::StatusCode::PERMISSION_DENIED; break;
+    case StatusCode::kCancelled: code = grpc::StatusCode::CANCELLED; break;
   }
   return grpc::Status(code, status.message());
 }

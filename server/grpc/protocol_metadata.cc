@@ -93,6 +93,7 @@ void FillModelStatistics(const Model& model, inference::ModelStatistics* out) {
   auto* is = out->mutable_inference_stats();
   SetDuration(s.success_count, s.success_ns, is->mutable_success());
   SetDuration(s.fail_count, s.fail_ns, is->mutable_fail());
+  SetDuration(s.cancel_count, s.cancel_ns, is->mutable_cancel());
   SetDuration(s.queue_count, s.queue_ns, is->mutable_queue());
   SetDuration(s.success_count, s.compute_input_ns, is->mutable_compute_input());
   SetDuration(s.success_count, s.compute_infer_ns, is->mutable_compute_infer());

@@ -187,7 +187,10 @@ void HttpRouter::Infer(HttpRequest r, const std::string& model, const std::strin
   // Both live until the reply: the encoder reads the requested outputs.
   auto request = std::make_shared<HttpInferRequest>();
   Status decoded = DecodeInferRequest(r.body, r.inference_header_length, model, version, request.get());
-  if (!decoded.ok()) return respond(Error(decoded));
+  if (!decoded.ok()) {
+    return RefuseWire(models_, model, version, decoded,
+                      [&respond](const Status& status) { respond(Error(status)); });
+  }
   r.body.clear();
   r.body.shrink_to_fit();
   auto response = std::make_shared<inference::ModelInferResponse>();

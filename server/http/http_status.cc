@@ -15,6 +15,7 @@ int ToHttpStatus(const Status& status) {
     case StatusCode::kInternal: return 500;
     case StatusCode::kUnauthenticated: return 401;
     case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kCancelled: return 499;
   }
   return 500;
 }

@@ -118,6 +118,9 @@ Dispatcher::ExecutionPtr Dispatcher::FindWork(
     auto execution = std::make_shared<Execution>();
     execution->model = model;
     execution->requests = std::move(batch);
+    for (const auto& r : execution->requests) {
+      execution->deadline = std::max(execution->deadline, r->client_deadline);
+    }
     return execution;
   }
   return nullptr;
@@ -160,6 +163,9 @@ void Dispatcher::Work(size_t slot) {
     if (model.limits().max_execution.count() > 0) {
       execution->interrupt_at = now + model.limits().max_execution;
       if (execution->interrupt_at < watchdog_wake_) watchdog_cv_.notify_one();
+    }
+    if (execution->deadline < watchdog_wake_ && model.executable().interruptible()) {
+      watchdog_cv_.notify_one();  // its deadline may pass before the watchdog's next look
     }
     running_.insert(execution);
     slot_executing_[slot] = true;
@@ -224,60 +230,81 @@ void Dispatcher::Run(size_t slot, Execution& execution) {
   RecordExecution(model, slot, rows, execution.started, computed, error_type);
 
   Status status = outputs.ok() ? Status::Ok() : outputs.status();
-  if (execution.hook.fired()) {
-    bool clients_left;  // only an interrupted execution needs the lock for it
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      clients_left = execution.clients_left;
-    }
-    if (clients_left) {
-      // As for a queued request whose client left (Expire): the answer reaches
-      // no one; the status is for the statistics and the access log.
-      status = {StatusCode::kDeadlineExceeded,
-                "every client of this execution of model '" + m.name +
-                    "' left while it ran; it was interrupted after " +
-                    Seconds(std::chrono::duration_cast<std::chrono::microseconds>(
-                        computed - execution.started)) +
-                    " s"};
-    } else {
-      status = {StatusCode::kDeadlineExceeded,
-                "model '" + m.name + "' ran longer than its execution limit of " +
-                    Seconds(model.limits().max_execution) + " s and was " +
-                    (model.executable().interruptible()
-                         ? "interrupted"
-                         : "answered as failed when it ended (its calls cannot be interrupted)")};
-    }
+  bool interrupted = execution.hook.fired();
+  bool no_one_waits = false;  // only an interrupted execution needs the lock for it
+  if (interrupted) {
+    std::lock_guard<std::mutex> lock(mu_);
+    no_one_waits = execution.no_one_waits;
   }
+  auto ran = std::chrono::duration_cast<std::chrono::microseconds>(computed - execution.started);
   std::vector<std::vector<Value>> split;
-  if (status.ok()) status = SplitOutputs(m, execution.requests, std::move(*outputs), &split);
+  if (status.ok() && !interrupted) {
+    status = SplitOutputs(m, execution.requests, std::move(*outputs), &split);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (execution.answered) return;  // by Abandon
     execution.answered = true;       // from here on, only this thread answers
   }
   for (size_t i = 0; i < execution.requests.size(); ++i) {
-    execution.requests[i]->times.computed = computed;
-    FinishRequest(model, std::move(execution.requests[i]), status,
-                  status.ok() ? std::move(split[i]) : std::vector<Value>{}, rows);
+    RequestPtr& r = execution.requests[i];
+    r->times.computed = computed;
+    if (interrupted) {
+      // The answer, if any, reaches no one who waits for it (or is late).
+      Status why = InterruptedStatus(execution, *r, no_one_waits, ran);
+      FinishRequest(model, std::move(r), std::move(why), {}, rows);
+    } else {
+      FinishRequest(model, std::move(r), status, status.ok() ? std::move(split[i]) : std::vector<Value>{},
+                    rows);
+    }
   }
 }
 
-void Dispatcher::Expire(const ModelQueue& model, RequestPtr request) {
-  bool cancelled = request->cancelled && request->cancelled();
-  Clock::time_point now = Clock::now();
-  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - request->times.prepared);
-  Status status{StatusCode::kDeadlineExceeded,
-                cancelled ? "the client cancelled its request to model '" + model.manifest().name +
-                                "' before it ran"
-                          : "the deadline of the request to model '" + model.manifest().name +
-                                "' passed after " + std::to_string(waited.count()) +
-                                " ms in its queue; it was not run"};
-  FinishRequest(model, std::move(request), status, {}, 0);
+Status Dispatcher::InterruptedStatus(const Execution& execution, const InferenceRequest& request,
+                                     bool no_one_waits, std::chrono::microseconds ran) {
+  const ModelQueue& model = *execution.model;
+  const std::string& name = model.manifest().name;
+  if (!no_one_waits) {
+    return DeadlineExceeded("model '" + name + "' ran longer than its execution limit of " +
+                            Seconds(model.limits().max_execution) + " s and was " +
+                            (model.executable().interruptible()
+                                 ? "interrupted"
+                                 : "answered as failed when it ended (its calls cannot be "
+                                   "interrupted)"));
+  }
+  // Queued requests that end so are answered alike (Expire). A deadline that
+  // passed comes first: gRPC also reports such a call as cancelled.
+  if (Clock::now() >= request.client_deadline || !request.cancelled || !request.cancelled()) {
+    return DeadlineExceeded("the deadline of the request to model '" + name +
+                            "' passed while it ran; the call was interrupted after " +
+                            Seconds(ran) + " s");
+  }
+  return Cancelled("the client left its request to model '" + name +
+                   "' while it ran; the call was interrupted after " + Seconds(ran) + " s");
 }
 
-bool Dispatcher::ClientsLeft(const Execution& execution) {
+void Dispatcher::Expire(const ModelQueue& model, RequestPtr request) {
+  const std::string& name = model.manifest().name;
+  // A deadline that passed comes first: gRPC also reports such a call as cancelled.
+  if (Clock::now() < request->deadline && request->cancelled && request->cancelled()) {
+    FinishRequest(model, std::move(request),
+                  Cancelled("the client cancelled its request to model '" + name + "' before it ran"),
+                  {}, 0);
+    return;
+  }
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() -
+                                                                      request->times.prepared);
+  FinishRequest(model, std::move(request),
+                DeadlineExceeded("the deadline of the request to model '" + name + "' passed after " +
+                                 std::to_string(waited.count()) + " ms in its queue; it was not run"),
+                {}, 0);
+}
+
+bool Dispatcher::NoOneWaits(const Execution& execution, Clock::time_point now) {
+  if (now >= execution.deadline) return true;
   for (const auto& r : execution.requests) {
-    if (!r->cancelled || !r->cancelled()) return false;
+    bool gone = now >= r->client_deadline || (r->cancelled && r->cancelled());
+    if (!gone) return false;
   }
   return !execution.requests.empty();
 }
@@ -293,16 +320,20 @@ void Dispatcher::Watch() {
       if (now >= e->interrupt_at) {
         overdue.push_back(e);
         e->interrupt_at = now + options_.reinterrupt_interval;
-      } else if (!e->clients_left && e->model->executable().interruptible() && ClientsLeft(*e)) {
-        // No one waits for the answer: free the interpreter for requests that
-        // still have a client, as the execution limit would, but now.
-        // Fired again every reinterrupt_interval, as an overdue one: a call that
-        // has not armed its hook yet, or that caught the exception, still ends.
-        e->clients_left = true;
+      } else if (!e->no_one_waits && e->model->executable().interruptible() && NoOneWaits(*e, now)) {
+        // Every client left or gave up at its deadline: free the interpreter
+        // for requests that still have one, as the execution limit would, but
+        // now. Fired again every reinterrupt_interval, as an overdue one: a
+        // call that has not armed its hook yet, or that caught the exception,
+        // still ends.
+        e->no_one_waits = true;
         e->interrupt_at = now + options_.reinterrupt_interval;
         overdue.push_back(e);
       }
       wake = std::min(wake, e->interrupt_at);
+      if (!e->no_one_waits && e->model->executable().interruptible()) {
+        wake = std::min(wake, e->deadline);
+      }
     }
     std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>> expired;
     for (const auto& model : models_) {
@@ -355,18 +386,10 @@ size_t Dispatcher::Abandon() {
   Status gone = Unavailable("the server shut down before the request could finish");
   for (auto& [model, r] : queued) FinishRequest(*model, std::move(r), gone, {}, 0);
   for (auto& e : stuck) {
-    for (auto& r : e->requests) {
-      // The worker may still read the inputs; replying touches only the frontend's side.
-      e->model->stats().fail_count++;
-      Status status{StatusCode::kUnavailable, "model '" + e->model->manifest().name +
-                                                  "' was still running the request when the "
-                                                  "server shut down"};
-      if (InferenceObserver* observer = GetInferenceObserver()) {
-        observer->OnRequestFinished(e->model->manifest().name, e->model->manifest().version,
-                                    r->id, status, r->times, 0);
-      }
-      r->reply(status);
-    }
+    Status status = Unavailable("model '" + e->model->manifest().name +
+                                "' was still running the request when the server shut down");
+    // The worker may still read the inputs: the requests stay with it.
+    for (auto& r : e->requests) FinishAbandoned(*e->model, *r, status);
   }
   return stuck.size();
 }
@@ -386,9 +409,5 @@ std::vector<Dispatcher::ModelLoad> Dispatcher::Loads() const {
   return out;
 }
 
-size_t Dispatcher::running(const ModelQueue& model) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return model.running_;
-}
 
 }  // namespace manypy

@@ -66,7 +66,6 @@ class Dispatcher {
   bool SlotHeld(size_t slot) const;
 
   size_t queued(const ModelQueue& model) const;
-  size_t running(const ModelQueue& model) const;
 
   /// One dispatched model version's load right now (for metrics at scrape time).
   struct ModelLoad {
@@ -84,9 +83,13 @@ class Dispatcher {
     std::vector<RequestPtr> requests;
     InterruptHook hook;
     Clock::time_point started;
+    /// The latest client deadline of its requests: past it, no one waits for the answer.
+    Clock::time_point deadline = Clock::time_point::min();
     Clock::time_point interrupt_at = Clock::time_point::max();  // guarded by mu_
     bool answered = false;  // guarded by mu_: by the worker, or by Abandon
-    bool clients_left = false;  // guarded by mu_: interrupted because no one waits for it
+    /// Guarded by mu_: interrupted because every request's client left or its
+    /// deadline passed (not for its execution limit).
+    bool no_one_waits = false;
   };
   using ExecutionPtr = std::shared_ptr<Execution>;
 
@@ -101,9 +104,15 @@ class Dispatcher {
   /// Nothing queued or running in any model. REQUIRES: mu_.
   bool IdleLocked() const;
   static void Expire(const ModelQueue& model, RequestPtr request);
-  /// Whether the client of every request in `execution` has gone (cancelled,
-  /// disconnected). REQUIRES: mu_, and `execution` not answered yet.
-  static bool ClientsLeft(const Execution& execution);
+  /// Whether no request in `execution` still has a client waiting at `now`:
+  /// each one's client has gone (cancelled, disconnected) or its deadline has
+  /// passed. REQUIRES: mu_, and `execution` not answered yet.
+  static bool NoOneWaits(const Execution& execution, Clock::time_point now);
+  /// Why the interrupted `execution` ended, for `request` (its client left:
+  /// CANCELLED; its deadline passed: DEADLINE_EXCEEDED; else its execution
+  /// limit). `ran`: how long it ran.
+  static Status InterruptedStatus(const Execution& execution, const InferenceRequest& request,
+                                  bool no_one_waits, std::chrono::microseconds ran);
 
   const Options options_;
   mutable std::mutex mu_;

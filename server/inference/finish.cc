@@ -49,12 +49,17 @@ void MaybeLogAccess(const std::string& name, int64_t version, const InferenceReq
 void SetInferenceObserver(InferenceObserver* observer) { g_observer.store(observer); }
 InferenceObserver* GetInferenceObserver() { return g_observer.load(std::memory_order_acquire); }
 
-void FinishRequest(const ModelQueue& model, RequestPtr request, Status status,
-                   std::vector<Value> outputs, int64_t batch_rows) {
-  RequestTimes& t = request->times;
-  if (status.ok()) status = request->encode(outputs);
-  t.finished = Clock::now();
-  InferenceStats& s = model.stats();
+namespace {
+
+// Where a finished request is counted: its model version's statistics (null
+// for one that reached no loaded version) and its name for the observer.
+struct FinishTarget {
+  const std::string& name;
+  int64_t version;
+  InferenceStats* stats;
+};
+
+void Count(InferenceStats& s, const Status& status, const RequestTimes& t) {
   if (status.ok()) {
     s.success_count++;
     s.success_ns += Nanos(t.received, t.finished);
@@ -67,32 +72,63 @@ void FinishRequest(const ModelQueue& model, RequestPtr request, Status status,
         std::chrono::duration_cast<std::chrono::milliseconds>(
             std::chrono::system_clock::now().time_since_epoch())
             .count());
+  } else if (status.code() == StatusCode::kCancelled) {
+    s.cancel_count++;
+    s.cancel_ns += Nanos(t.received, t.finished);
   } else {
     s.fail_count++;
     s.fail_ns += Nanos(t.received, t.finished);
-    // The model's own failures concern the operator; bad requests only the client.
-    bool model_fault = status.code() == StatusCode::kInternal ||
-                       (status.code() == StatusCode::kDeadlineExceeded && t.started != Clock::time_point{});
-    if (model_fault || LogEnabled(LogLevel::kVerbose)) {
-      Log(model_fault ? LogLevel::kWarning : LogLevel::kVerbose,
-          "request '" + request->id + "' to " + model.manifest().name + " failed: " + status.ToString());
-    }
+  }
+}
+
+// The model's own failures concern the operator (WARNING); a client that left
+// is worth a line (INFO) but is no fault; bad requests concern only the client.
+void LogOutcome(const FinishTarget& target, const InferenceRequest& request, const Status& status) {
+  if (status.ok()) return;
+  const RequestTimes& t = request.times;
+  bool model_fault = status.code() == StatusCode::kInternal ||
+                     (status.code() == StatusCode::kDeadlineExceeded && t.started != Clock::time_point{});
+  LogLevel level = model_fault                                  ? LogLevel::kWarning
+                   : status.code() == StatusCode::kCancelled    ? LogLevel::kInfo
+                                                                : LogLevel::kVerbose;
+  if (!LogEnabled(level)) return;
+  Log(level, "request '" + request.id + "' to " + target.name + " " +
+                 (status.code() == StatusCode::kCancelled ? "cancelled" : "failed") + ": " +
+                 status.ToString());
+}
+
+// Finish for every path: counts `request` once, then replies.
+void Finish(const FinishTarget& target, InferenceRequest& request, Status status,
+            std::vector<Value>* outputs, int64_t batch_rows) {
+  RequestTimes& t = request.times;
+  if (status.ok() && outputs != nullptr) status = request.encode(*outputs);
+  t.finished = Clock::now();
+  if (target.stats != nullptr) {
+    Count(*target.stats, status, t);
+    LogOutcome(target, request, status);
   }
   if (InferenceObserver* observer = GetInferenceObserver()) {
-    observer->OnRequestFinished(model.manifest().name, model.manifest().version, request->id,
-                                status, t, batch_rows);
+    observer->OnRequestFinished(target.name, target.version, request.id, status, t, batch_rows);
   }
-  MaybeLogAccess(model.manifest().name, model.manifest().version, *request, status, batch_rows);
-  request->reply(status);
+  MaybeLogAccess(target.name, target.version, request, status, batch_rows);
+  request.reply(status);
+}
+
+}  // namespace
+
+void FinishRequest(const ModelQueue& model, RequestPtr request, Status status,
+                   std::vector<Value> outputs, int64_t batch_rows) {
+  const Manifest& m = model.manifest();
+  Finish({m.name, m.version, &model.stats()}, *request, std::move(status), &outputs, batch_rows);
 }
 
 void FinishUnrouted(const std::string& name, RequestPtr request, const Status& status) {
-  request->times.finished = Clock::now();
-  if (InferenceObserver* observer = GetInferenceObserver()) {
-    observer->OnRequestFinished(name, 0, request->id, status, request->times, 0);
-  }
-  MaybeLogAccess(name, 0, *request, status, 0);
-  request->reply(status);
+  Finish({name, 0, nullptr}, *request, status, nullptr, 0);
+}
+
+void FinishAbandoned(const ModelQueue& model, InferenceRequest& request, const Status& status) {
+  const Manifest& m = model.manifest();
+  Finish({m.name, m.version, &model.stats()}, request, status, nullptr, 0);
 }
 
 void RecordExecution(const ModelQueue& model, size_t slot, int64_t rows, Clock::time_point started,

@@ -35,8 +35,13 @@ struct InferenceRequest {
   /// Each input's shape without the batch dimension: requests batch together
   /// only when these are equal.
   std::vector<std::vector<int64_t>> item_shapes;
-  /// The client's deadline, else the model's default timeout, else max().
+  /// When the request must have started: the earlier of the client's
+  /// deadline and the model's default timeout (a queue policy, as Triton's),
+  /// else max().
   Clock::time_point deadline = Clock::time_point::max();
+  /// The client's own deadline (max(): none). Past it, a running call is
+  /// interrupted: no one waits for its answer any more.
+  Clock::time_point client_deadline = Clock::time_point::max();
   /// Optional: whether the client gave up (checked before running).
   std::function<bool()> cancelled;
   /// Finish, called once from any thread: `encode` turns the model's outputs

@@ -19,6 +19,8 @@ struct InferenceStats {
   std::atomic<uint64_t> execution_count{0};  // model calls
   std::atomic<uint64_t> success_count{0}, success_ns{0};
   std::atomic<uint64_t> fail_count{0}, fail_ns{0};
+  // Requests whose client left before the answer (not failures).
+  std::atomic<uint64_t> cancel_count{0}, cancel_ns{0};
   std::atomic<uint64_t> queue_count{0}, queue_ns{0};
   std::atomic<uint64_t> compute_input_ns{0}, compute_infer_ns{0}, compute_output_ns{0};
   std::atomic<uint64_t> last_inference_ms{0};  // since the epoch

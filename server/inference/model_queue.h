@@ -52,9 +52,11 @@ class ModelQueue {
   bool left_ = false;     // retired and drained: no longer dispatched
 };
 
-/// The Finish stage, the one place where requests are counted: encodes the
-/// outputs (when `status` is OK) through the request's frontend, records the
-/// request in the model's statistics, then replies.
+/// The Finish stage, the one place where requests end: encodes the outputs
+/// (when `status` is OK) through the request's frontend, counts the request
+/// once (statistics, observer, access log) by its outcome, then replies.
+/// Every request ends here exactly once, whatever its outcome: answered,
+/// refused, expired, cancelled or abandoned at shutdown.
 void FinishRequest(const ModelQueue& model, RequestPtr request, Status status,
                    std::vector<Value> outputs, int64_t batch_rows);
 
@@ -62,6 +64,12 @@ void FinishRequest(const ModelQueue& model, RequestPtr request, Status status,
 /// model not ready) with `status`, reporting it to the observer as a request
 /// for `name`.
 void FinishUnrouted(const std::string& name, RequestPtr request, const Status& status);
+
+/// Answers `request` with the error `status` while a worker may still run it
+/// (the server gives up at shutdown): as FinishRequest, but the request stays
+/// with its execution, and only the frontend's side (reply) and its finish
+/// time are touched.
+void FinishAbandoned(const ModelQueue& model, InferenceRequest& request, const Status& status);
 
 /// Records one execution of `rows` batch rows on interpreter `slot`, run from
 /// `started` to `ended`; `error_type` names the model's exception, if any.

@@ -35,7 +35,7 @@ Status PrepareRequest(const inference::ModelInferRequest& wire, const Manifest& 
     }
     out->item_shapes.push_back(std::move(item));
   }
-  out->deadline = client_deadline;
+  out->deadline = out->client_deadline = client_deadline;
   if (timeout.count() > 0 && out->times.received + timeout < out->deadline) {
     out->deadline = out->times.received + timeout;
   }

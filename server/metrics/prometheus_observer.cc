@@ -20,9 +20,9 @@ const std::vector<double>& BatchBuckets() {
   return buckets;
 }
 
-constexpr std::array<const char*, 8> kOutcomes = {
-    "success",           "invalid_argument", "not_found",   "unavailable",
-    "resource_exhausted", "deadline_exceeded", "model_error", "other"};
+constexpr std::array<const char*, 9> kOutcomes = {
+    "success",           "invalid_argument",  "not_found",   "unavailable", "resource_exhausted",
+    "deadline_exceeded", "model_error",       "cancelled",   "other"};
 
 size_t OutcomeIndex(const Status& status) {
   switch (status.code()) {
@@ -33,7 +33,8 @@ size_t OutcomeIndex(const Status& status) {
     case StatusCode::kResourceExhausted: return 4;
     case StatusCode::kDeadlineExceeded: return 5;
     case StatusCode::kInternal: return 6;
-    default: return 7;
+    case StatusCode::kCancelled: return 7;
+    default: return 8;
   }
 }
 
@@ -163,7 +164,8 @@ void PrometheusObserver::OnRequestFinished(const std::string& name, int64_t vers
                                            const RequestTimes& times, int64_t) {
   ModelMetrics& m = For(version > 0 ? name : unknown_models_.Bound(name), version);
   m.requests[OutcomeIndex(status)]->Increment();
-  if (version <= 0) return;
+  // A request whose client left was never answered: its time is not a latency.
+  if (version <= 0 || status.code() == StatusCode::kCancelled) return;
   m.request_duration->Observe(Seconds(times.received, times.finished));
   if (times.started != Clock::time_point{}) {
     m.queue_duration->Observe(Seconds(times.prepared, times.started));

@@ -23,6 +23,12 @@ const char* ModelStateName(ModelState state) {
 
 namespace {
 
+// Why a model of the repository answers no request: nothing loaded it.
+std::string NotLoadedReason(const std::string& name) {
+  return "model '" + name + "' is in the repository but not loaded: load it first (gRPC " +
+         "RepositoryModelLoad, or HTTP POST /v2/repository/models/" + name + "/load)";
+}
+
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -57,6 +63,9 @@ StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(InterpreterPool* po
   manager->retirer_ = std::thread([m = manager.get()] { m->UnloadRetired(); });
   auto entries = manager->repository_.Scan();
   if (!entries.ok()) return entries.status();
+  for (const auto& e : *entries) {
+    if (e.error.ok()) manager->repository_names_.insert(e.name);
+  }
   std::vector<std::string> names = manager->options_.startup_models;
   if (!manager->options_.explicit_control) {
     for (const auto& e : *entries) {
@@ -131,7 +140,10 @@ StatusOr<std::shared_ptr<Model>> ModelManager::Get(const std::string& name,
                                                            const std::string& version) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = models_.find(name);
-  if (it == models_.end()) return NotFound("unknown model '" + name + "'");
+  if (it == models_.end()) {
+    if (repository_names_.count(name) > 0) return NotFound(NotLoadedReason(name));
+    return NotFound("unknown model '" + name + "'");
+  }
   const Slot& slot = it->second;
   if (slot.serving == nullptr) {
     return Unavailable("model '" + name + "' is not ready (" +
@@ -148,13 +160,19 @@ StatusOr<std::shared_ptr<Model>> ModelManager::Get(const std::string& name,
 std::vector<ModelStatus> ModelManager::Index() const {
   std::map<std::pair<std::string, int64_t>, ModelStatus> out;
   auto entries = repository_.Scan();
+  std::lock_guard<std::mutex> lock(mu_);
   if (entries.ok()) {
     for (const auto& e : *entries) {
-      ModelStatus s{e.name, e.version, ModelState::kUnavailable, e.error.ok() ? "" : e.error.message()};
+      // A version beside the one that serves (or failed) keeps an empty reason.
+      std::string reason = !e.error.ok()               ? e.error.message()
+                           : models_.count(e.name) > 0 ? ""
+                                                       : NotLoadedReason(e.name);
+      ModelStatus s{e.name, e.version, ModelState::kUnavailable, reason};
+      s.not_loaded = e.error.ok() && models_.count(e.name) == 0;
       out[{e.name, e.version}] = s;
+      if (e.error.ok()) repository_names_.insert(e.name);
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [name, slot] : models_) {
     out[{name, slot.status.version}] = slot.status;
     if (slot.failed.version > 0) out[{name, slot.failed.version}] = slot.failed;

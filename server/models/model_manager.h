@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +37,8 @@ struct ModelStatus {
   int64_t version = 0;  ///< serving (or last attempted) version; 0 if none
   ModelState state = ModelState::kUnavailable;
   std::string reason;
+  /// In the repository, and no load of it was asked for (not a failure).
+  bool not_loaded = false;
 };
 
 class ModelManager {
@@ -120,6 +123,9 @@ class ModelManager {
   std::atomic<bool> starting_{true};
   mutable std::mutex mu_;
   std::map<std::string, Slot> models_;           // guarded by mu_
+  // Guarded by mu_: names with a valid archive at the last scan (start, Index),
+  // so that a model that is there but not loaded is told so.
+  mutable std::set<std::string> repository_names_;
   std::vector<std::shared_ptr<Model>> retired_;  // guarded by mu_: draining, then unloaded
   std::condition_variable retired_cv_;
   bool stopping_ = false;  // guarded by mu_

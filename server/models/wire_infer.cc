@@ -52,4 +52,17 @@ void InferWire(ModelManager* models, const inference::ModelInferRequest* wire,
   }
 }
 
+void RefuseWire(ModelManager* models, const std::string& model, const std::string& version,
+                const Status& status, std::function<void(const Status&)> reply) {
+  auto request = std::make_unique<InferenceRequest>();
+  request->times.received = request->times.prepared = Clock::now();
+  request->reply = std::move(reply);
+  auto found = models->Get(model, version);
+  if (found.ok()) {
+    (*found)->Reject(std::move(request), status);
+  } else {
+    FinishUnrouted(model, std::move(request), status);
+  }
+}
+
 }  // namespace manypy

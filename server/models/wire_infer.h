@@ -25,4 +25,12 @@ void InferWire(ModelManager* models, const inference::ModelInferRequest* wire,
                inference::ModelInferResponse* response, WireCallOptions options,
                std::function<void(const Status&)> reply);
 
+/// Answers a request for `model` (`version`) that failed before it could be
+/// prepared (an HTTP body that does not decode) with `status` through Finish,
+/// so it is counted once like any other refusal: against the model version
+/// when one is loaded, else as a request that reached no model. `reply` is
+/// called once, from this thread.
+void RefuseWire(ModelManager* models, const std::string& model, const std::string& version,
+                const Status& status, std::function<void(const Status&)> reply);
+
 }  // namespace manypy

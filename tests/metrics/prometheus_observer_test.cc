@@ -97,6 +97,7 @@ TEST(PrometheusObserverOutcome, NamesEveryStatusClass) {
   EXPECT_STREQ(PrometheusObserver::Outcome({StatusCode::kResourceExhausted, ""}), "resource_exhausted");
   EXPECT_STREQ(PrometheusObserver::Outcome({StatusCode::kDeadlineExceeded, ""}), "deadline_exceeded");
   EXPECT_STREQ(PrometheusObserver::Outcome(Internal("")), "model_error");
+  EXPECT_STREQ(PrometheusObserver::Outcome(Cancelled("")), "cancelled");
   EXPECT_STREQ(PrometheusObserver::Outcome({StatusCode::kAlreadyExists, ""}), "other");
 }
 

@@ -165,6 +165,24 @@ class FaultTest : public ServerTest {
     EXPECT_TRUE(WaitForMetric(metric, model, 1)) << model;
   }
 
+  /// As Metric, only lines that also contain `label` (e.g. outcome="cancelled").
+  double MetricWith(const std::string& metric, const std::string& model, const std::string& label) {
+    testing::HttpConnection connection(server_.metrics_port());
+    std::istringstream lines(connection.Send("GET", "/metrics").body);
+    double sum = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(metric + "{", 0) == 0 && Contains(line, "model=\"" + model + "\"") &&
+          Contains(line, label)) {
+        sum += std::stod(line.substr(line.rfind(' ') + 1));
+      }
+    }
+    return sum;
+  }
+  static std::string ReadLog(const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
   void ExpectIdle(const std::string& model) {
     EXPECT_TRUE(WaitForMetric("manypy_queued_requests", model, 0)) << model;
     EXPECT_TRUE(WaitForMetric("manypy_in_flight_executions", model, 0)) << model;
@@ -485,6 +503,8 @@ TEST_F(FaultTest, ClientLeavingAQueuedRequestDropsItAndTheServerServesOn) {
 
 TEST_F(FaultTest, ClientLeavingARunningCallInterruptsItAndTheInterpreterServesOn) {
   MakeRepository({"spin.mpk"});
+  std::string log = (repo_ / "server.log").string();
+  server_.set_stderr_path(log);
   // One interpreter, no execution limit: spin(-1) would hold it for ever.
   Start({"--model-control-mode=explicit", "--load-model=spin", "--interpreters=1"});
   {  // gRPC: the client cancels while the call runs.
@@ -502,7 +522,111 @@ TEST_F(FaultTest, ClientLeavingARunningCallInterruptsItAndTheInterpreterServesOn
   HttpInferThenLeave("spin", JsonInfer({-1.f}), "manypy_in_flight_executions");
   ExpectIdle("spin");
   ExpectServes("spin");  // the one interpreter is free again
-  EXPECT_EQ(Statistics("spin").inference_stats().fail().count(), 2u);
+  // Each counted once, as cancelled: the client's doing, not a failure.
+  auto stats = Statistics("spin").inference_stats();
+  EXPECT_EQ(stats.cancel().count(), 2u);
+  EXPECT_EQ(stats.fail().count(), 0u);
+  EXPECT_EQ(MetricWith("manypy_requests_total", "spin", "outcome=\"cancelled\""), 2);
+  EXPECT_EQ(MetricWith("manypy_requests_total", "spin", "outcome=\"deadline_exceeded\""), 0);
+  EXPECT_EQ(MetricWith("manypy_requests_total", "spin", "outcome=\"success\""), 2);
+  // Logged at INFO, never as a WARNING (a model fault).
+  std::string text = ReadLog(log);
+  EXPECT_FALSE(Contains(text, "WARNING")) << text;
+  EXPECT_TRUE(Contains(text, "INFO request '' to spin cancelled: CANCELLED: the client left its "
+                             "request to model 'spin' while it ran")) << text;
+}
+
+TEST_F(FaultTest, ClientLeavingAQueuedRequestIsCountedOnceAsCancelled) {
+  MakeRepository({"slow.mpk"});
+  std::string log = (repo_ / "server.log").string();
+  server_.set_stderr_path(log);
+  Start({"--model-control-mode=explicit", "--load-model=slow", "--interpreters=1",
+         "--model-config=slow:instance_count=1"});
+  std::thread running([&] {
+    ModelInferResponse out;
+    EXPECT_TRUE(Infer(SlowRequest(3000), &out).ok());
+  });
+  EXPECT_TRUE(WaitForMetric("manypy_in_flight_executions", "slow", 1));
+  grpc::ClientContext ctx;
+  std::thread queued([&] {
+    ModelInferResponse out;
+    EXPECT_EQ(stub_->ModelInfer(&ctx, SlowRequest(1), &out).error_code(), grpc::StatusCode::CANCELLED);
+  });
+  EXPECT_TRUE(WaitForMetric("manypy_queued_requests", "slow", 1));
+  ctx.TryCancel();
+  queued.join();
+  HttpInferThenLeave("slow", R"({"inputs":[{"name":"MS","datatype":"INT64","shape":[1,1],"data":[1]}]})",
+                     "manypy_queued_requests");
+  running.join();
+  ExpectIdle("slow");
+  EXPECT_TRUE(WaitForMetric("manypy_requests_total", "slow", 3));  // 1 answered, 2 cancelled
+  EXPECT_EQ(MetricWith("manypy_requests_total", "slow", "outcome=\"cancelled\""), 2);
+  auto stats = Statistics("slow").inference_stats();
+  EXPECT_EQ(stats.cancel().count(), 2u);
+  EXPECT_EQ(stats.fail().count(), 0u);
+  std::string text = ReadLog(log);
+  EXPECT_FALSE(Contains(text, "WARNING")) << text;
+  EXPECT_TRUE(Contains(text, "cancelled: CANCELLED: the client cancelled its request to model "
+                             "'slow' before it ran")) << text;
+}
+
+TEST_F(FaultTest, HttpTimeoutPassingMidCallInterruptsItAndTheInterpreterServesOn) {
+  MakeRepository({"spin.mpk"});
+  // One interpreter and no execution limit: only the request's own timeout can end spin(-1).
+  Start({"--model-control-mode=explicit", "--load-model=spin", "--interpreters=1"});
+  Clock::time_point start = Clock::now();
+  testing::HttpReply r = Http("POST", "/v2/models/spin/infer",
+                              R"({"inputs":[{"name":"INPUT__0","datatype":"FP32","shape":[1],"data":[-1]}],)"
+                              R"("parameters":{"timeout":300000}})");
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(r.status, 504) << r.body;
+  EXPECT_TRUE(Contains(r.body, "the deadline of the request to model 'spin' passed while it ran; "
+                               "the call was interrupted after ")) << r.body;
+  EXPECT_LT(seconds, 5.0);
+  // A gRPC deadline alike: the client stops waiting and the server stops the call.
+  ModelInferResponse out;
+  grpc::Status s = Infer(FloatRequest("spin", {-1.f}), &out, 300);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  ExpectIdle("spin");
+  ExpectServes("spin");  // the one interpreter serves the next request
+  auto stats = Statistics("spin").inference_stats();
+  EXPECT_EQ(stats.fail().count(), 2u);
+  EXPECT_EQ(stats.cancel().count(), 0u);
+  EXPECT_EQ(MetricWith("manypy_requests_total", "spin", "outcome=\"deadline_exceeded\""), 2);
+}
+
+TEST_F(FaultTest, HttpBodiesThatDoNotDecodeAreCountedOnce) {
+  MakeRepository({"spin.mpk"});
+  Start({"--model-control-mode=explicit", "--load-model=spin"});
+  for (const char* body : {"{not json", "{}",
+                           R"({"inputs":[{"name":"INPUT__0","datatype":"FP32","shape":[3],"data":[1,2]}]})"}) {
+    testing::HttpReply r = Http("POST", "/v2/models/spin/infer", body);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+  }
+  // A malformed body for a model that is not loaded: counted under its name too.
+  EXPECT_EQ(Http("POST", "/v2/models/absent/infer", "{not json").status, 400);
+  EXPECT_EQ(MetricWith("manypy_requests_total", "spin", "outcome=\"invalid_argument\""), 3);
+  EXPECT_EQ(MetricWith("manypy_requests_total", "absent", "outcome=\"invalid_argument\""), 1);
+  EXPECT_EQ(Statistics("spin").inference_stats().fail().count(), 3u);
+}
+
+TEST_F(FaultTest, ExplicitModeNamesAModelThatIsInTheRepositoryButNotLoaded) {
+  MakeRepository({"spin.mpk", "failing.mpk"});
+  Start({"--model-control-mode=explicit", "--load-model=failing"});
+  ModelInferResponse out;
+  grpc::Status s = Infer(FloatRequest("spin", {1.f}), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(Contains(s.error_message(), "model 'spin' is in the repository but not loaded: load it "
+                                          "first")) << s.error_message();
+  testing::HttpReply r = Http("POST", "/v2/models/spin/infer", JsonInfer({1.f}));
+  EXPECT_EQ(r.status, 404);
+  EXPECT_TRUE(Contains(r.body, "/v2/repository/models/spin/load")) << r.body;
+  testing::HttpReply index = Http("POST", "/v2/repository/index", "{}");
+  EXPECT_TRUE(Contains(index.body, "is in the repository but not loaded")) << index.body;
+  // A name the repository lacks is still plainly unknown.
+  s = Infer(FloatRequest("nowhere", {1.f}), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "unknown model 'nowhere'");
 }
 
 TEST_F(FaultTest, StreamCancelledWithRequestsInFlightLeavesNothingBehind) {
