@@ -21,6 +21,7 @@
 #include "server/blas_info.h"
 #include "server/cpu_quota.h"
 #include "server/grpc/grpc_connection_limit.h"
+#include "server/core/inference_server.h"
 #include "server/grpc/grpc_frontend.h"
 #include "server/grpc/grpc_tls.h"
 #include "server/grpc/listening_sockets.h"
@@ -165,7 +166,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  GrpcFrontend frontend(models->get(), {options->explicit_model_control, *tokens});
+  InferenceServer core(models->get(), {options->explicit_model_control, *tokens});
+  GrpcFrontend frontend(&core);
   grpc::EnableDefaultHealthCheckService(true);
   // grpc 1.51 cannot bound its connections: the port is bound here, and its
   // connections reach gRPC through an external acceptor (with the port's
@@ -196,9 +198,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<HttpFrontend> http;
   if (options->http) {
     auto started = HttpFrontend::Start(
-        models->get(), {options->http_address, options->http_port, 2, options->explicit_model_control,
+        &core, {options->http_address, options->http_port, 2,
                         {static_cast<uint64_t>(options->max_message_bytes), std::chrono::seconds(30)},
-                        *tokens, options->http_max_connections, tls});
+                        options->http_max_connections, tls});
     if (!started.ok()) return Fail(started.status().ToString());
     http = std::move(*started);
     printf("manypy-server: HTTP listening on %s:%d\n", options->http_address.c_str(), http->port());
@@ -213,8 +215,7 @@ int main(int argc, char** argv) {
   Log(LogLevel::kInfo, std::string(strsignal(signal_number)) +
                            ": draining in-flight requests (grace period " +
                            std::to_string(options->grace_period_seconds) + " s)");
-  frontend.StartDraining();
-  if (http) http->StartDraining();
+  core.StartDraining();  // both frontends' readiness answers false from here
   health->SetServingStatus(false);
   const auto grace = std::chrono::seconds(options->grace_period_seconds);
   // A backstop: whatever hangs (a native call holding a GIL, gRPC), the

@@ -1,17 +1,18 @@
-// Bearer-token checks for gRPC calls: reads the call's `authorization` metadata
-// and asks AccessTokens. Stateless; thread-safe.
+// Bearer tokens over gRPC: the call's `authorization` metadata, and the stream
+// reactor that refuses a call without the right one. Stateless; thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include "proto/grpc_service.grpc.pb.h"
-#include "server/auth/access_tokens.h"
+#include <string_view>
+
 
 namespace manypy {
 
-/// OK, UNAUTHENTICATED or PERMISSION_DENIED for a call of `scope`.
-Status AuthorizeCall(const AccessTokens& tokens, const grpc::CallbackServerContext& ctx,
-                     AccessScope scope);
+/// The call's `authorization` metadata (empty if none): what the core's
+/// InferenceServer::Authorize checks.
+std::string_view AuthorizationOf(const grpc::CallbackServerContext& ctx);
 
 /// A ModelStreamInfer call refused before its first read: it only finishes with
 /// `status`, and deletes itself when gRPC is done with it.

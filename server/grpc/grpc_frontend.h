@@ -1,28 +1,18 @@
 // GrpcFrontend: the Open Inference Protocol's GRPCInferenceService as a thin
-// stateless shell: get a model handle, Prepare, hand the request to the
-// model's scheduler, encode and convert the status once when it finishes.
-// Thread-safe (callback API: no thread per in-flight request).
+// stateless shell over InferenceServer: take the call's token and deadline,
+// call the core, convert the status once. Thread-safe (callback API: no
+// thread per in-flight request, none of its own for repository changes).
 #pragma once
 
-#include <atomic>
-#include <functional>
-
 #include "proto/grpc_service.grpc.pb.h"
-#include "server/auth/access_tokens.h"
-#include "server/models/model_manager.h"
+#include "server/core/inference_server.h"
 
 namespace manypy {
 
 class GrpcFrontend final : public inference::GRPCInferenceService::CallbackService {
  public:
-  struct Options {
-    bool explicit_model_control = false;
-    AccessTokens tokens;  ///< none: every call is open
-  };
-  GrpcFrontend(ModelManager* models, Options options) : models_(models), options_(options) {}
-
-  /// After this, ServerReady answers false (while in-flight work drains).
-  void StartDraining() { draining_ = true; }
+  /// `server` must outlive the frontend.
+  explicit GrpcFrontend(InferenceServer* server) : server_(server) {}
 
   using Reactor = grpc::ServerUnaryReactor;
   using Ctx = grpc::CallbackServerContext;
@@ -47,14 +37,10 @@ class GrpcFrontend final : public inference::GRPCInferenceService::CallbackServi
                                  inference::RepositoryModelUnloadResponse*) override;
 
  private:
-  /// Runs a load or unload off the gRPC threads (explicit control mode only).
-  Reactor* ChangeRepository(Ctx* ctx, const char* verb, std::function<Status()> change);
   /// The call's bearer token checked for `scope` (OK when no tokens are set).
   Status Authorize(const Ctx* ctx, AccessScope scope) const;
 
-  ModelManager* const models_;
-  const Options options_;
-  std::atomic<bool> draining_{false};
+  InferenceServer* const server_;
 };
 
 }  // namespace manypy

@@ -4,8 +4,8 @@
 
 namespace manypy {
 
-StreamInferReactor::StreamInferReactor(grpc::CallbackServerContext* ctx, ModelManager* models)
-    : ctx_(ctx), models_(models) {
+StreamInferReactor::StreamInferReactor(grpc::CallbackServerContext* ctx, InferenceServer* server)
+    : ctx_(ctx), server_(server) {
   StartRead(&incoming_);
 }
 
@@ -24,7 +24,7 @@ void StreamInferReactor::OnReadDone(bool ok) {
   auto wire = std::make_shared<inference::ModelInferRequest>(std::move(incoming_));
   auto response = std::make_shared<inference::ModelStreamInferResponse>();
   incoming_.Clear();
-  InferFromWire(models_, ctx_, wire.get(), response->mutable_infer_response(),
+  InferFromWire(server_, ctx_, wire.get(), response->mutable_infer_response(),
                 [this, wire, response](const Status& status) {
                   if (!status.ok()) {
                     response->clear_infer_response();

@@ -10,13 +10,13 @@
 #include <mutex>
 
 #include "proto/grpc_service.grpc.pb.h"
-#include "server/models/model_manager.h"
+#include "server/core/inference_server.h"
 
 namespace manypy {
 
 /// Prepare -> Schedule for one wire request; `reply` is called once with the
 /// final status after `response` has been filled (from any thread).
-void InferFromWire(ModelManager* models, grpc::CallbackServerContext* ctx,
+void InferFromWire(InferenceServer* server, grpc::CallbackServerContext* ctx,
                    const inference::ModelInferRequest* wire, inference::ModelInferResponse* response,
                    std::function<void(const Status&)> reply);
 
@@ -24,7 +24,7 @@ class StreamInferReactor final
     : public grpc::ServerBidiReactor<inference::ModelInferRequest,
                                      inference::ModelStreamInferResponse> {
  public:
-  StreamInferReactor(grpc::CallbackServerContext* ctx, ModelManager* models);
+  StreamInferReactor(grpc::CallbackServerContext* ctx, InferenceServer* server);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -35,7 +35,7 @@ class StreamInferReactor final
   void MaybeFinishLocked();  // REQUIRES: mu_
 
   grpc::CallbackServerContext* const ctx_;
-  ModelManager* const models_;
+  InferenceServer* const server_;
   inference::ModelInferRequest incoming_;  // owned by the read in flight
 
   std::mutex mu_;

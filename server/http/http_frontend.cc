@@ -21,14 +21,15 @@ struct HttpFrontend::Io {
   std::unique_ptr<net::ssl::context> tls;  // null: plain HTTP
 };
 
-HttpFrontend::HttpFrontend(ModelManager* models, Options options)
+HttpFrontend::HttpFrontend(InferenceServer* server, Options options)
     : options_(std::move(options)),
-      router_(models, {options_.explicit_model_control, options_.tokens}),
+      router_(server),
       connections_(options_.max_connections),
       io_(std::make_unique<Io>(std::max(1, options_.io_threads))) {}
 
-StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(ModelManager* models, Options options) {
-  std::unique_ptr<HttpFrontend> f(new HttpFrontend(models, std::move(options)));
+StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceServer* server,
+                                                          Options options) {
+  std::unique_ptr<HttpFrontend> f(new HttpFrontend(server, std::move(options)));
   boost::system::error_code ec;
   auto address = net::ip::make_address(f->options_.address, ec);
   if (ec) return InvalidArgument("bad HTTP address '" + f->options_.address + "': " + ec.message());

@@ -27,22 +27,19 @@ class HttpFrontend {
     std::string address = "0.0.0.0";
     int port = 8000;  ///< 0 picks a free one
     int io_threads = 2;
-    bool explicit_model_control = false;
     HttpSessionLimits limits;
-    AccessTokens tokens;      ///< none: every route is open
     int max_connections = 1024;  ///< open at once; one more is closed at once
     std::shared_ptr<const TlsCredentials> tls;  ///< null: plain HTTP; else TLS only
   };
 
   /// Listens and serves on its own threads. UNAVAILABLE when it cannot listen;
   /// INVALID_ARGUMENT when OpenSSL refuses the TLS credentials.
-  static StatusOr<std::unique_ptr<HttpFrontend>> Start(ModelManager* models, Options options);
+  /// `server` must outlive the frontend.
+  static StatusOr<std::unique_ptr<HttpFrontend>> Start(InferenceServer* server, Options options);
   ~HttpFrontend();
 
   /// The port it listens on (the one picked, for port 0).
   int port() const { return port_; }
-  /// Readiness answers 503 from now on; requests are still served.
-  void StartDraining() { router_.StartDraining(); }
   /// Stops accepting, gives responses in flight up to `wait` to be written,
   /// then closes every connection and joins the I/O threads. Call once the
   /// dispatcher has answered every request.
@@ -50,7 +47,7 @@ class HttpFrontend {
 
  private:
   struct Io;
-  HttpFrontend(ModelManager* models, Options options);
+  HttpFrontend(InferenceServer* server, Options options);
   void Accept();
   /// Starts an accepted connection's session, holding its ConnectionLimiter slot.
   template <typename Session>

@@ -3,15 +3,11 @@
 #include <rapidjson/document.h>
 
 #include <memory>
-#include <thread>
 #include <vector>
 
-#include "server/grpc/protocol_metadata.h"
 #include "server/http/http_status.h"
 #include "server/http/infer_codec.h"
 #include "server/http/proto_json.h"
-#include "server/models/load_request.h"
-#include "server/models/wire_infer.h"
 
 namespace manypy {
 namespace {
@@ -40,8 +36,8 @@ HttpResponse JsonBool(const char* key, bool value, int status = 200) {
 }
 
 /// A load request's body: empty, or a JSON object whose "parameters" (Triton's
-/// `config`, `file:<path>`) CheckLoadParameters refuses.
-Status CheckLoadBody(const std::string& body) {
+/// `config`, `file:<path>`) the core refuses; their names go to `names`.
+Status DecodeLoadBody(const std::string& body, std::vector<std::string>* names) {
   if (body.empty()) return Status::Ok();
   rapidjson::Document doc;
   if (doc.Parse(body.data(), body.size()).HasParseError() || !doc.IsObject()) {
@@ -49,9 +45,17 @@ Status CheckLoadBody(const std::string& body) {
   }
   if (!doc.HasMember("parameters")) return Status::Ok();
   if (!doc["parameters"].IsObject()) return InvalidArgument("the load request's \"parameters\" is not an object");
-  std::vector<std::string> names;
-  for (const auto& m : doc["parameters"].GetObject()) names.emplace_back(m.name.GetString(), m.name.GetStringLength());
-  return CheckLoadParameters(names);
+  for (const auto& m : doc["parameters"].GetObject()) {
+    names->emplace_back(m.name.GetString(), m.name.GetStringLength());
+  }
+  return Status::Ok();
+}
+
+/// How a repository change's result goes back: {} or the error.
+std::function<void(const Status&)> RespondChange(std::function<void(HttpResponse)> respond) {
+  return [respond = std::move(respond)](const Status& s) {
+    respond(s.ok() ? HttpResponse{200, "{}"} : HttpRouter::Error(s));
+  };
 }
 
 HttpResponse NoRoute(const HttpRequest& r) {
@@ -75,7 +79,7 @@ AccessScope HttpRouter::ScopeOf(const HttpRequest& r) {
 }
 
 void HttpRouter::Handle(HttpRequest r, std::function<void(HttpResponse)> respond) {
-  Status allowed = options_.tokens.Authorize(r.authorization, ScopeOf(r));
+  Status allowed = server_->Authorize(r.authorization, ScopeOf(r));
   if (!allowed.ok()) {
     HttpResponse refused = Error(allowed);
     // RFC 6750: a 401 names the scheme; an invalid token says so.
@@ -98,16 +102,19 @@ void HttpRouter::Route(HttpRequest r, std::function<void(HttpResponse)> respond)
   if (p.empty() || p[0] != "v2") return respond(NoRoute(r));
   if (p.size() == 1 && get) {
     inference::ServerMetadataResponse m;
-    FillServerMetadata(&m);
+    server_->ServerMetadata(&m);
     return respond(Json(m));
   }
   if (p.size() == 3 && p[1] == "health" && get) {
-    if (p[2] == "live") return respond(JsonBool("live", true));
-    if (p[2] == "ready") return respond(JsonBool("ready", !draining_, draining_ ? 503 : 200));
+    if (p[2] == "live") return respond(JsonBool("live", server_->Live()));
+    if (p[2] == "ready") {
+      bool ready = server_->Ready();
+      return respond(JsonBool("ready", ready, ready ? 200 : 503));
+    }
   }
   if (p.size() == 3 && p[1] == "models" && p[2] == "stats" && get) {
     inference::ModelStatisticsResponse stats;
-    for (const auto& model : models_->ReadyModels()) FillModelStatistics(*model, stats.add_model_stats());
+    server_->ModelStatistics("", "", &stats);
     return respond(Json(stats));
   }
   if (p.size() >= 3 && p[1] == "models") {
@@ -121,23 +128,25 @@ void HttpRouter::Route(HttpRequest r, std::function<void(HttpResponse)> respond)
     std::string action = p.size() == rest ? "" : p.size() == rest + 1 ? p[rest] : "?";
     if (action == "infer" && post) return Infer(std::move(r), name, version, std::move(respond));
     if (!get || action == "?" || action == "infer") return respond(NoRoute(r));
-    auto model = models_->Get(name, version);
-    if (!model.ok()) return respond(Error(model.status()));
-    if (action == "ready") return respond(JsonBool("ready", true));
+    if (action == "ready") {
+      // As the other model routes: an error names why it is not ready.
+      Status s = server_->ModelReady(name, version);
+      return respond(s.ok() ? JsonBool("ready", true) : Error(s));
+    }
     if (action.empty()) {
       inference::ModelMetadataResponse m;
-      FillModelMetadata(**model, *models_, &m);
-      return respond(Json(m));
+      Status s = server_->ModelMetadata(name, version, &m);
+      return respond(s.ok() ? Json(m) : Error(s));
     }
     if (action == "config") {
       inference::ModelConfigResponse c;
-      FillModelConfig(**model, &c);
-      return respond(Json(c.config()));
+      Status s = server_->ModelConfig(name, version, &c);
+      return respond(s.ok() ? Json(c.config()) : Error(s));
     }
     if (action == "stats") {
       inference::ModelStatisticsResponse stats;
-      FillModelStatistics(**model, stats.add_model_stats());
-      return respond(Json(stats));
+      Status s = server_->ModelStatistics(name, version, &stats);
+      return respond(s.ok() ? Json(stats) : Error(s));
     }
     return respond(NoRoute(r));
   }
@@ -149,7 +158,7 @@ void HttpRouter::Route(HttpRequest r, std::function<void(HttpResponse)> respond)
       ready_only = body["ready"].GetBool();
     }
     inference::RepositoryIndexResponse index;
-    FillRepositoryIndex(*models_, ready_only, &index);
+    server_->RepositoryIndex(ready_only, &index);
     rapidjson::Document doc(rapidjson::kArrayType);  // Triton answers a bare array
     for (const auto& m : index.models()) doc.PushBack(ProtoToJson(m, doc.GetAllocator()), doc.GetAllocator());
     return respond({200, JsonText(doc)});
@@ -157,29 +166,13 @@ void HttpRouter::Route(HttpRequest r, std::function<void(HttpResponse)> respond)
   if (p.size() == 5 && p[1] == "repository" && p[2] == "models" && post) {
     std::string name = p[3];
     if (p[4] == "load") {
-      if (Status refused = CheckLoadBody(r.body); !refused.ok()) return respond(Error(refused));
-      return ChangeRepository("loading", [this, name] { return models_->Load(name); }, std::move(respond));
+      std::vector<std::string> parameters;
+      if (Status bad = DecodeLoadBody(r.body, &parameters); !bad.ok()) return respond(Error(bad));
+      return server_->LoadModel(name, parameters, RespondChange(std::move(respond)));
     }
-    if (p[4] == "unload") {
-      return ChangeRepository("unloading", [this, name] { return models_->Unload(name); },
-                              std::move(respond));
-    }
+    if (p[4] == "unload") return server_->UnloadModel(name, RespondChange(std::move(respond)));
   }
   respond(NoRoute(r));
-}
-
-void HttpRouter::ChangeRepository(const char* verb, std::function<Status()> change,
-                                  std::function<void(HttpResponse)> respond) {
-  if (!options_.explicit_model_control) {
-    // 503 (UNAVAILABLE), as Triton answers outside its explicit model control mode.
-    return respond(Error(Unavailable(std::string(verb) +
-                                     " models on request is off: it needs --model-control-mode=explicit")));
-  }
-  // Loading runs Python in every interpreter for seconds: not on an I/O thread.
-  std::thread([change = std::move(change), respond = std::move(respond)] {
-    Status s = change();
-    respond(s.ok() ? HttpResponse{200, "{}"} : Error(s));
-  }).detach();
 }
 
 void HttpRouter::Infer(HttpRequest r, const std::string& model, const std::string& version,
@@ -188,8 +181,8 @@ void HttpRouter::Infer(HttpRequest r, const std::string& model, const std::strin
   auto request = std::make_shared<HttpInferRequest>();
   Status decoded = DecodeInferRequest(r.body, r.inference_header_length, model, version, request.get());
   if (!decoded.ok()) {
-    return RefuseWire(models_, model, version, decoded,
-                      [&respond](const Status& status) { respond(Error(status)); });
+    return server_->Refuse(model, version, decoded,
+                           [&respond](const Status& status) { respond(Error(status)); });
   }
   r.body.clear();
   r.body.shrink_to_fit();
@@ -199,7 +192,7 @@ void HttpRouter::Infer(HttpRequest r, const std::string& model, const std::strin
     options.deadline = Clock::now() + std::chrono::microseconds(request->timeout_us);
   }
   options.cancelled = std::move(r.cancelled);
-  InferWire(models_, &request->wire, response.get(), std::move(options),
+  server_->Infer(&request->wire, response.get(), std::move(options),
             // On a dispatcher worker (as gRPC's reply is): encoding is CPU work on
             // bytes in memory; `respond` posts the write to the connection's strand,
             // so no worker ever waits on the network.

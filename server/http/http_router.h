@@ -1,9 +1,8 @@
-// HttpRouter: the KServe v2 REST routes as a thin stateless shell (match, decode,
-// call the shared request path, encode, convert the status once); no sockets.
-// Thread-safe; `respond` may be called from any thread.
+// HttpRouter: the KServe v2 REST routes as a thin stateless shell over
+// InferenceServer (match, decode, call the core, encode, convert the status
+// once); no sockets. Thread-safe; `respond` may be called from any thread.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -11,8 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "server/auth/access_tokens.h"
-#include "server/models/model_manager.h"
+#include "server/core/inference_server.h"
 
 namespace manypy {
 
@@ -43,19 +41,13 @@ struct HttpResponse {
 
 class HttpRouter {
  public:
-  struct Options {
-    bool explicit_model_control = false;
-    AccessTokens tokens;  ///< none: every route is open
-  };
-  HttpRouter(ModelManager* models, Options options) : models_(models), options_(std::move(options)) {}
-
-  /// After this, /v2/health/ready answers 503.
-  void StartDraining() { draining_ = true; }
+  /// `server` must outlive the router.
+  explicit HttpRouter(InferenceServer* server) : server_(server) {}
 
   /// Checks the request's bearer token for its route (401/403 with
   /// WWW-Authenticate when refused), then answers `request` through `respond`,
-  /// called exactly once: at once, or later from a dispatcher worker or a
-  /// repository thread.
+  /// called exactly once: at once, or later from a dispatcher worker or the
+  /// model manager's repository thread.
   void Handle(HttpRequest request, std::function<void(HttpResponse)> respond);
 
   /// `status`'s HTTP code with the body {"error": message}.
@@ -69,12 +61,8 @@ class HttpRouter {
              std::function<void(HttpResponse)> respond);
   /// Handle's routing, once the request's token has been accepted.
   void Route(HttpRequest request, std::function<void(HttpResponse)> respond);
-  void ChangeRepository(const char* verb, std::function<Status()> change,
-                        std::function<void(HttpResponse)> respond);
 
-  ModelManager* const models_;
-  const Options options_;
-  std::atomic<bool> draining_{false};
+  InferenceServer* const server_;
 };
 
 }  // namespace manypy

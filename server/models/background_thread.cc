@@ -41,6 +41,14 @@ void BackgroundThread::Run(std::function<void()> task) {
   done.get();  // rethrows what the task threw
 }
 
+void BackgroundThread::Post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.emplace_back(std::move(task));
+  }
+  cv_.notify_all();
+}
+
 void BackgroundThread::Loop(int nice_increment) {
   // A refusal (a seccomp profile, say) leaves the thread at normal priority:
   // slower requests during loads, nothing worse.

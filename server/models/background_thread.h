@@ -39,6 +39,9 @@ class BackgroundThread {
   /// Runs `task` on the background thread and returns once it has run.
   /// Not from a task itself (that would wait for itself).
   void Run(std::function<void()> task);
+  /// Queues `task` to run on the background thread after those queued before
+  /// it, and returns at once. What it throws is lost: it must not throw.
+  void Post(std::function<void()> task);
 
  private:
   void Loop(int nice_increment);

@@ -6,7 +6,6 @@
 #include "server/inference/inference_observer.h"
 #include "server/log.h"
 #include "server/models/archive_loader.h"
-#include "server/models/load_request.h"
 #include "server/models/warmup.h"
 
 namespace manypy {
@@ -134,6 +133,14 @@ Status ModelManager::Unload(const std::string& name) {
   it->second.status.state = ModelState::kUnavailable;
   it->second.status.reason = "unloaded";
   return Status::Ok();
+}
+
+void ModelManager::LoadAsync(const std::string& name, std::function<void(const Status&)> done) {
+  changes_->Post([this, name, done = std::move(done)] { done(Load(name)); });
+}
+
+void ModelManager::UnloadAsync(const std::string& name, std::function<void(const Status&)> done) {
+  changes_->Post([this, name, done = std::move(done)] { done(Unload(name)); });
 }
 
 StatusOr<std::shared_ptr<Model>> ModelManager::Get(const std::string& name,
@@ -337,6 +344,7 @@ void ModelManager::UnloadRetired() {
 }
 
 ModelManager::~ModelManager() {
+  changes_.reset();  // the changes asked for run first (nothing new comes now)
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;

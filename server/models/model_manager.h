@@ -19,6 +19,7 @@
 #include "server/inference/dispatcher.h"
 #include "server/models/background_thread.h"
 #include "server/models/model.h"
+#include "server/models/model_name.h"
 #include "server/models/model_repository.h"
 
 namespace manypy {
@@ -75,6 +76,11 @@ class ModelManager {
   Status Load(const std::string& name);
   /// Stops serving `name`; in-flight requests finish on their handles.
   Status Unload(const std::string& name);
+  /// Load and Unload off the caller's thread: on the manager's own repository
+  /// thread, one change at a time in the order asked, at background priority.
+  /// `done` is called once with the result, from that thread.
+  void LoadAsync(const std::string& name, std::function<void(const Status&)> done);
+  void UnloadAsync(const std::string& name, std::function<void(const Status&)> done);
 
   /// The serving version, or `version` if given ("" or "-1" = serving one).
   /// NOT_FOUND for an unknown model or version, UNAVAILABLE if not ready.
@@ -133,6 +139,10 @@ class ModelManager {
   // own priority alike.
   BackgroundThread loader_;
   std::thread retirer_;
+  // Runs LoadAsync and UnloadAsync (each then uses loader_ for the heavy
+  // part, so it cannot be loader_ itself). Emptied and joined first at
+  // destruction.
+  std::unique_ptr<BackgroundThread> changes_ = std::make_unique<BackgroundThread>();
 };
 
 }  // namespace manypy

@@ -9,7 +9,8 @@
 #include <fstream>
 #include <vector>
 
-#include "server/models/load_request.h"
+#include "server/core/load_request.h"
+#include "server/models/model_name.h"
 
 namespace manypy {
 namespace {

@@ -237,6 +237,65 @@ TEST(DispatcherTest, CallPastItsLimitIsInterruptedAndTheSlotServesAgain) {
   EXPECT_EQ(got[1].outputs[0].to_tensor()[0][0].item<float>(), 8);
 }
 
+TEST(DispatcherTest, CallPastItsClientsDeadlineIsInterruptedAndAnsweredDeadlineExceeded) {
+  auto fake = std::make_shared<FakeExecutable>(2.0, 0us);
+  Dispatcher d({1});
+  auto q = MakeQueue("slow", fake, 1, false, /*limit=*/0ms);  // no execution limit
+  d.Add(q);
+  auto answers = std::make_shared<Answers>();
+  RequestPtr r = MakeRequest(answers, FakeExecutable::hang_value);
+  r->client_deadline = Clock::now() + 200ms;
+  Clock::time_point start = Clock::now();
+  Submit(d, q, std::move(r));
+  Submit(d, q, MakeRequest(answers, 4));
+  ASSERT_TRUE(answers->Wait(2, 5s));
+  EXPECT_LT(Clock::now() - start, 2s);
+  auto got = answers->Get();
+  EXPECT_EQ(got[0].status.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(got[0].status.message().find("passed while it ran"), std::string::npos)
+      << got[0].status.message();
+  ASSERT_TRUE(got[1].status.ok());  // the slot serves the next one
+  EXPECT_EQ(q->stats().fail_count.load(), 1u);
+}
+
+TEST(DispatcherTest, CallWhoseClientLeftIsInterruptedAndCountedAsCancelled) {
+  auto fake = std::make_shared<FakeExecutable>(2.0, 0us);
+  Dispatcher d({1});
+  auto q = MakeQueue("slow", fake, 1, false, /*limit=*/0ms);
+  d.Add(q);
+  auto answers = std::make_shared<Answers>();
+  auto left = std::make_shared<std::atomic<bool>>(false);
+  RequestPtr r = MakeRequest(answers, FakeExecutable::hang_value);
+  r->cancelled = [left] { return left->load(); };
+  Submit(d, q, std::move(r));
+  std::this_thread::sleep_for(150ms);
+  *left = true;
+  ASSERT_TRUE(answers->Wait(1, 5s));
+  EXPECT_EQ(answers->Get()[0].status.code(), StatusCode::kCancelled);
+  EXPECT_EQ(q->stats().cancel_count.load(), 1u);
+  EXPECT_EQ(q->stats().fail_count.load(), 0u);
+  // A queued request whose client left is cancelled before it runs.
+  RequestPtr queued = MakeRequest(answers, 1);
+  queued->cancelled = [] { return true; };
+  Submit(d, q, std::move(queued));
+  ASSERT_TRUE(answers->Wait(2, 5s));
+  EXPECT_EQ(answers->Get()[1].status.code(), StatusCode::kCancelled);
+  EXPECT_EQ(q->stats().cancel_count.load(), 2u);
+}
+
+TEST(DispatcherTest, ModelsDefaultTimeoutLimitsTheQueueNotARunningCall) {
+  auto fake = std::make_shared<FakeExecutable>(2.0, 300ms);
+  Dispatcher d({1});
+  auto q = MakeQueue("slow", fake, 1, false, /*limit=*/0ms);
+  d.Add(q);
+  auto answers = std::make_shared<Answers>();
+  RequestPtr r = MakeRequest(answers, 1);
+  r->deadline = Clock::now() + 100ms;  // the default timeout: it starts in time, then runs 300 ms
+  Submit(d, q, std::move(r));
+  ASSERT_TRUE(answers->Wait(1, 5s));
+  EXPECT_TRUE(answers->Get()[0].status.ok()) << answers->Get()[0].status.ToString();
+}
+
 TEST(DispatcherTest, CallThatIgnoresTheFirstInterruptIsInterruptedAgain) {
   auto fake = std::make_shared<FakeExecutable>(2.0, 0us);
   Dispatcher d({1, std::chrono::milliseconds(100)});

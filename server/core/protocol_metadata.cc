@@ -1,4 +1,4 @@
-#include "server/grpc/protocol_metadata.h"
+#include "server/core/protocol_metadata.h"
 
 #include "common/datatype.h"
 

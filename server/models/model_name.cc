@@ -1,11 +1,9 @@
-#include "server/models/load_request.h"
+#include "server/models/model_name.h"
 
 #include <cctype>
 
 namespace manypy {
-namespace {
 
-/// Shown in place of characters a log line or reply should not carry raw.
 std::string Printable(const std::string& s) {
   std::string out;
   for (char c : s.substr(0, 200)) {
@@ -13,8 +11,6 @@ std::string Printable(const std::string& s) {
   }
   return s.size() > 200 ? out + "..." : out;
 }
-
-}  // namespace
 
 Status CheckModelName(const std::string& name) {
   const std::string shown = "model name '" + Printable(name) + "'";
@@ -33,18 +29,6 @@ Status CheckModelName(const std::string& name) {
                            "not starting with '.'");
   }
   return Status::Ok();
-}
-
-Status CheckLoadParameters(const std::vector<std::string>& parameter_names) {
-  if (parameter_names.empty()) return Status::Ok();
-  const std::string& first = parameter_names.front();
-  const std::string shown = "load parameter '" + Printable(first) + "'";
-  if (first == "config" || first.rfind("file:", 0) == 0) {
-    return InvalidArgument(shown + " is refused: manypy loads models only by name from the "
-                           "configured model repository, never a configuration or files sent "
-                           "with the request");
-  }
-  return InvalidArgument(shown + " is not supported: a load request takes only the model name");
 }
 
 }  // namespace manypy

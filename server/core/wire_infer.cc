@@ -1,4 +1,4 @@
-#include "server/models/wire_infer.h"
+#include "server/core/wire_infer.h"
 
 #include "server/inference/output_encoder.h"
 #include "server/inference/prepare.h"

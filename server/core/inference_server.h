@@ -1,0 +1,89 @@
+// InferenceServer: the one contract every frontend calls (gRPC, HTTP), in the
+// Open Inference Protocol's own messages: infer, repository changes, metadata,
+// config, statistics, index, readiness, drain. Thread-safe; no locks of its
+// own (the model manager's and the dispatcher's guard the state it reads).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/grpc_service.pb.h"
+#include "server/auth/access_tokens.h"
+#include "server/core/wire_infer.h"
+#include "server/models/model_manager.h"
+
+namespace manypy {
+
+class InferenceServer {
+ public:
+  struct Options {
+    /// Whether clients may load and unload models (--model-control-mode=explicit).
+    bool explicit_model_control = false;
+    AccessTokens tokens;  ///< none: every call is open
+  };
+  /// `models` must outlive the server, and the server its frontends.
+  InferenceServer(ModelManager* models, Options options)
+      : models_(models), options_(std::move(options)) {}
+
+  /// Whether a caller presenting `authorization` (an HTTP Authorization
+  /// header's value, or gRPC's `authorization` metadata; empty if none) may
+  /// make a call of `scope`: OK, UNAUTHENTICATED or PERMISSION_DENIED.
+  Status Authorize(std::string_view authorization, AccessScope scope) const {
+    return options_.tokens.Authorize(authorization, scope);
+  }
+
+  /// Health: live while the process runs; ready until StartDraining.
+  bool Live() const { return true; }
+  bool Ready() const { return !draining_; }
+  /// Shutdown has begun: Ready answers false while in-flight work drains.
+  void StartDraining() { draining_ = true; }
+
+  /// Prepare -> Schedule -> Execute -> Finish for `wire`: `reply` is called
+  /// once with the final status after `response` has been filled (header and
+  /// outputs, when OK), from a dispatcher worker, or from this thread when the
+  /// request fails early. `wire` and `response` must live until then.
+  void Infer(const inference::ModelInferRequest* wire, inference::ModelInferResponse* response,
+             WireCallOptions call, std::function<void(const Status&)> reply) {
+    InferWire(models_, wire, response, std::move(call), std::move(reply));
+  }
+  /// Answers an inference request for `model` (`version`) that its frontend
+  /// could not decode with `status`, counted once like every other refusal.
+  void Refuse(const std::string& model, const std::string& version, const Status& status,
+              std::function<void(const Status&)> reply) {
+    RefuseWire(models_, model, version, status, std::move(reply));
+  }
+
+  /// Repository changes, asynchronous: `done` is called once, from the model
+  /// manager's repository thread, or from this thread when the request is
+  /// refused (not in explicit mode: UNAVAILABLE, as Triton answers; a load
+  /// parameter: INVALID_ARGUMENT). `parameters` names the load request's
+  /// parameters, which manypy refuses (see load_request.h).
+  void LoadModel(const std::string& name, const std::vector<std::string>& parameters,
+                 std::function<void(const Status&)> done) const;
+  void UnloadModel(const std::string& name, std::function<void(const Status&)> done) const;
+
+  /// OK when `name` (`version`) serves; else why not (NOT_FOUND, UNAVAILABLE).
+  Status ModelReady(const std::string& name, const std::string& version) const;
+  void ServerMetadata(inference::ServerMetadataResponse* response) const;
+  Status ModelMetadata(const std::string& name, const std::string& version,
+                       inference::ModelMetadataResponse* response) const;
+  Status ModelConfig(const std::string& name, const std::string& version,
+                     inference::ModelConfigResponse* response) const;
+  /// One model's statistics, or (`name` empty) every ready model's.
+  Status ModelStatistics(const std::string& name, const std::string& version,
+                         inference::ModelStatisticsResponse* response) const;
+  void RepositoryIndex(bool ready_only, inference::RepositoryIndexResponse* response) const;
+
+ private:
+  /// OK in explicit model control mode; else UNAVAILABLE naming `verb`.
+  Status RepositoryChangesAllowed(const char* verb) const;
+
+  ModelManager* const models_;
+  const Options options_;
+  std::atomic<bool> draining_{false};
+};
+
+}  // namespace manypy
