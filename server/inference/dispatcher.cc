@@ -1,6 +1,7 @@
 #include "server/inference/dispatcher.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "server/inference/batch_assembly.h"
 #include "server/inference/inference_observer.h"
@@ -52,13 +53,14 @@ void Dispatcher::Add(std::shared_ptr<ModelQueue> model) {
   models_.push_back(std::move(model));
 }
 
-void Dispatcher::Retire(const std::shared_ptr<ModelQueue>& model) {
+void Dispatcher::Retire(const std::shared_ptr<ModelQueue>& model, std::function<void()> on_drained) {
   std::lock_guard<std::mutex> lock(mu_);
   model->retired_ = true;
+  model->on_drained_ = std::move(on_drained);
   LeaveIfDrained(model);
 }
 
-bool Dispatcher::Drained(const ModelQueue& model) const {
+bool Dispatcher::TEST_Drained(const ModelQueue& model) const {
   std::lock_guard<std::mutex> lock(mu_);
   return model.left_;
 }
@@ -75,6 +77,7 @@ void Dispatcher::LeaveIfDrained(const std::shared_ptr<ModelQueue>& model) {
     if (cursor_ > index) --cursor_;
   }
   idle_cv_.notify_all();
+  if (model->on_drained_) std::exchange(model->on_drained_, nullptr)();
 }
 
 RequestPtr Dispatcher::Submit(const std::shared_ptr<ModelQueue>& model, RequestPtr request) {
@@ -205,7 +208,7 @@ void Dispatcher::RunOnSlot(size_t slot, const std::function<void()>& work) {
   work();
 }
 
-bool Dispatcher::SlotHeld(size_t slot) const {
+bool Dispatcher::TEST_SlotHeld(size_t slot) const {
   std::lock_guard<std::mutex> lock(mu_);
   return slot_held_[slot];
 }

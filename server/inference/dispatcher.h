@@ -1,6 +1,7 @@
 // Dispatcher: the Schedule and Execute stages: a worker per interpreter, fair
 // turns between models, a watchdog for deadlines and execution limits.
-// Thread-safe. Lock order: mu_ before an InterruptHook's lock; no GIL under mu_.
+// Thread-safe. Lock order: mu_ before an InterruptHook's lock and before
+// whatever a Retire callback takes; no GIL under mu_.
 #pragma once
 
 #include <condition_variable>
@@ -34,9 +35,12 @@ class Dispatcher {
   /// `model` is being replaced or unloaded: it still takes requests from
   /// handles taken before (a reload fails no request) and leaves once
   /// nothing is queued or running; after that Submit hands them back.
-  /// `Drained` tells when it has left.
-  void Retire(const std::shared_ptr<ModelQueue>& model);
-  bool Drained(const ModelQueue& model) const;
+  /// `on_drained` is called once as it leaves (at once if it is idle), under
+  /// the dispatcher's lock, from whichever thread saw it drain: it must only
+  /// hand the work on (the model manager posts the unload to its thread).
+  void Retire(const std::shared_ptr<ModelQueue>& model, std::function<void()> on_drained = {});
+  /// For tests: whether `model` has left.
+  bool TEST_Drained(const ModelQueue& model) const;
 
   /// Hands a prepared request to its model's scheduler and returns null. When
   /// it cannot be queued (queue full: RESOURCE_EXHAUSTED; shutting down:
@@ -62,8 +66,8 @@ class Dispatcher {
   /// slot at a time; a second caller waits for the first. Never call it from
   /// a model's own call (it would wait for itself).
   void RunOnSlot(size_t slot, const std::function<void()>& work);
-  /// Whether a RunOnSlot holds `slot` (or waits there for its running call).
-  bool SlotHeld(size_t slot) const;
+  /// For tests: whether a RunOnSlot holds `slot` (or waits there for its running call).
+  bool TEST_SlotHeld(size_t slot) const;
 
   size_t queued(const ModelQueue& model) const;
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
 #include "package_format/manifest.h"
@@ -50,6 +51,7 @@ class ModelQueue {
   size_t running_ = 0;    // executions in progress
   bool retired_ = false;  // takes no new requests; leaves once drained
   bool left_ = false;     // retired and drained: no longer dispatched
+  std::function<void()> on_drained_;  // called once, as it leaves
 };
 
 /// The Finish stage, the one place where requests end: encodes the outputs

@@ -6,6 +6,7 @@
 #include "server/inference/inference_observer.h"
 #include "server/log.h"
 #include "server/models/archive_loader.h"
+#include "server/models/reload_policy.h"
 #include "server/models/warmup.h"
 
 namespace manypy {
@@ -59,7 +60,6 @@ StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(InterpreterPool* po
     };
   }
   std::unique_ptr<ModelManager> manager(new ModelManager(slots, dispatcher, std::move(options)));
-  manager->retirer_ = std::thread([m = manager.get()] { m->UnloadRetired(); });
   auto entries = manager->repository_.Scan();
   if (!entries.ok()) return entries.status();
   for (const auto& e : *entries) {
@@ -80,45 +80,62 @@ Status ModelManager::Load(const std::string& name) {
   MANYPY_RETURN_IF_ERROR(CheckModelName(name));  // a name, never a path
   std::lock_guard<std::mutex> load_lock(load_mu_);
   auto entry = repository_.Latest(name);
+  VersionPtr serving, wanted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!entry.ok()) {
       // A name the repository does not have gets no entry: it stays NOT_FOUND.
       auto it = models_.find(name);
       if (it != models_.end() && it->second.serving == nullptr) {
-        it->second.status = {name, 0, ModelState::kUnavailable, entry.status().message()};
+        it->second.shown = {name, 0, ModelState::kUnavailable, entry.status().message()};
       }
       return entry.status();
     }
-    Slot& slot = models_[name];
-    // A reloading model keeps serving its current version meanwhile.
-    if (slot.serving == nullptr) slot.status = {name, entry->version, ModelState::kLoading, ""};
+    ModelEntry& e = models_[name];
+    serving = e.serving;  // a reloading model keeps serving it meanwhile
+    wanted = std::make_shared<LoadedVersion>(name, entry->version);
+    e.loading = wanted;
   }
-  // Loading runs Python in every interpreter: never under mu_.
-  Clock::time_point start = Clock::now();
-  auto loaded = LoadVersion(*entry);
-  std::lock_guard<std::mutex> lock(mu_);
-  Slot& slot = models_[name];
-  if (!loaded.ok()) {
-    Log(LogLevel::kWarning, "model " + name + " version " + std::to_string(entry->version) +
-                                " failed to load after " + Fixed(SecondsSince(start)) +
-                                " s: " + loaded.status().message());
-    if (InferenceObserver* observer = GetInferenceObserver()) {
-      observer->OnModelLoadFailed(name, entry->version, loaded.status());
+  Status result = Status::Ok();
+  for (;;) {
+    ReloadStep step = AvailabilityPreservingNextStep(serving ? &serving->lifecycle : nullptr,
+                                                     &wanted->lifecycle);
+    if (step == ReloadStep::kDone) break;
+    if (step == ReloadStep::kDrainOld) {
+      std::lock_guard<std::mutex> lock(mu_);
+      Retire(serving);  // drains, then unloads
+      continue;
     }
-    ModelStatus failed{name, entry->version, ModelState::kUnavailable, loaded.status().message()};
-    if (slot.serving == nullptr) {
-      slot.status = failed;
-    } else if (entry->version != slot.serving->version()) {
-      slot.failed = failed;  // the index shows why the newer version is not serving
+    // kLoadNew. Loading runs Python in every interpreter: never under mu_.
+    Clock::time_point start = Clock::now();
+    auto loaded = LoadVersion(*entry);
+    std::lock_guard<std::mutex> lock(mu_);
+    ModelEntry& e = models_[name];
+    e.loading = nullptr;
+    if (!loaded.ok()) {
+      result = loaded.status();
+      wanted->lifecycle.Fail(result.message());
+      Log(LogLevel::kWarning, "model " + name + " version " + std::to_string(entry->version) +
+                                  " failed to load after " + Fixed(SecondsSince(start)) +
+                                  " s: " + result.message());
+      if (InferenceObserver* observer = GetInferenceObserver()) {
+        observer->OnModelLoadFailed(name, entry->version, result);
+      }
+      ModelStatus failed{name, entry->version, ModelState::kUnavailable, result.message()};
+      if (e.serving == nullptr) {
+        e.shown = failed;
+      } else if (entry->version != e.serving->lifecycle.version()) {
+        e.failed = failed;  // the index shows why the newer version is not serving
+      }
+      continue;
     }
-    return loaded.status();
+    wanted->model = std::move(*loaded);
+    wanted->lifecycle.Ready();
+    e.serving = wanted;  // new handles get the new version from here on
+    e.failed = {};
+    e.shown = {};
   }
-  if (slot.serving != nullptr) Retire(std::move(slot.serving));  // drains, then unloads
-  slot.failed = {};
-  slot.serving = std::move(*loaded);
-  slot.status = {name, entry->version, ModelState::kReady, ""};
-  return Status::Ok();
+  return result;
 }
 
 Status ModelManager::Unload(const std::string& name) {
@@ -129,9 +146,12 @@ Status ModelManager::Unload(const std::string& name) {
   if (it == models_.end() || it->second.serving == nullptr) {
     return NotFound("model '" + name + "' is not loaded");
   }
-  Retire(std::move(it->second.serving));
-  it->second.status.state = ModelState::kUnavailable;
-  it->second.status.reason = "unloaded";
+  ModelEntry& e = it->second;
+  VersionPtr serving = std::move(e.serving);
+  if (AvailabilityPreservingNextStep(&serving->lifecycle, nullptr) == ReloadStep::kDrainOld) {
+    Retire(serving);
+  }
+  e.shown = {name, serving->lifecycle.version(), ModelState::kUnavailable, "unloaded"};
   return Status::Ok();
 }
 
@@ -151,17 +171,19 @@ StatusOr<std::shared_ptr<Model>> ModelManager::Get(const std::string& name,
     if (repository_names_.count(name) > 0) return NotFound(NotLoadedReason(name));
     return NotFound("unknown model '" + name + "'");
   }
-  const Slot& slot = it->second;
-  if (slot.serving == nullptr) {
-    return Unavailable("model '" + name + "' is not ready (" +
-                       ModelStateName(slot.status.state) +
-                       (slot.status.reason.empty() ? "" : ": " + slot.status.reason) + ")");
+  const ModelEntry& e = it->second;
+  if (e.serving == nullptr) {
+    ModelState state = e.loading != nullptr ? ModelState::kLoading : e.shown.state;
+    std::string reason = e.loading != nullptr ? "" : e.shown.reason;
+    return Unavailable("model '" + name + "' is not ready (" + ModelStateName(state) +
+                       (reason.empty() ? "" : ": " + reason) + ")");
   }
-  if (!version.empty() && version != "-1" && version != std::to_string(slot.serving->version())) {
+  const std::shared_ptr<Model>& model = e.serving->model;
+  if (!version.empty() && version != "-1" && version != std::to_string(model->version())) {
     return NotFound("model '" + name + "' has no version '" + version + "' loaded (serving version " +
-                    std::to_string(slot.serving->version()) + ")");
+                    std::to_string(model->version()) + ")");
   }
-  return slot.serving;
+  return model;
 }
 
 std::vector<ModelStatus> ModelManager::Index() const {
@@ -180,9 +202,21 @@ std::vector<ModelStatus> ModelManager::Index() const {
       if (e.error.ok()) repository_names_.insert(e.name);
     }
   }
-  for (const auto& [name, slot] : models_) {
-    out[{name, slot.status.version}] = slot.status;
-    if (slot.failed.version > 0) out[{name, slot.failed.version}] = slot.failed;
+  for (const auto& v : retiring_) {  // replaced by a newer version (an unloaded one shows so below)
+    out[{v->lifecycle.name(), v->lifecycle.version()}] = {
+        v->lifecycle.name(), v->lifecycle.version(), ModelState::kUnloading, ""};
+  }
+  for (const auto& [name, e] : models_) {
+    if (e.serving == nullptr && e.loading == nullptr) out[{name, e.shown.version}] = e.shown;
+    if (e.failed.version > 0) out[{name, e.failed.version}] = e.failed;
+    if (e.loading != nullptr) {
+      out[{name, e.loading->lifecycle.version()}] = {name, e.loading->lifecycle.version(),
+                                                     ModelState::kLoading, ""};
+    }
+    if (e.serving != nullptr) {
+      out[{name, e.serving->lifecycle.version()}] = {name, e.serving->lifecycle.version(),
+                                                     ModelState::kReady, ""};
+    }
   }
   std::vector<ModelStatus> list;
   for (auto& [key, status] : out) list.push_back(std::move(status));
@@ -192,8 +226,8 @@ std::vector<ModelStatus> ModelManager::Index() const {
 std::vector<std::shared_ptr<Model>> ModelManager::ReadyModels() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::shared_ptr<Model>> out;
-  for (const auto& [name, slot] : models_) {
-    if (slot.serving != nullptr) out.push_back(slot.serving);
+  for (const auto& [name, e] : models_) {
+    if (e.serving != nullptr) out.push_back(e.serving->model);
   }
   return out;
 }
@@ -296,65 +330,62 @@ void ModelManager::ReleaseEverySlot(Executable& executable) {
   }
 }
 
-void ModelManager::Retire(std::shared_ptr<Model> model) {
-  dispatcher_->Retire(model->queue());
+void ModelManager::Retire(const VersionPtr& version) {
+  version->lifecycle.Drain();
+  const std::shared_ptr<Model>& model = version->model;
   Log(LogLevel::kInfo, "model " + model->name() + " version " + std::to_string(model->version()) +
                            " retired: takes no new requests, unloads once drained (" +
                            std::to_string(model->queued()) + " queued)");
   if (InferenceObserver* observer = GetInferenceObserver()) {
     observer->OnModelRetired(model->name(), model->version());
   }
-  retired_.push_back(std::move(model));
-  retired_cv_.notify_all();
+  retiring_.push_back(version);
+  // Called under the dispatcher's lock as the version leaves: only hands the
+  // unload on (the lock order is this mu_ before the dispatcher's, so no
+  // taking mu_ here).
+  dispatcher_->Retire(model->queue(), [guard = drain_guard_, version] {
+    std::lock_guard<std::mutex> lock(guard->mu);
+    if (guard->manager == nullptr) return;  // shutting down: left to the process's exit
+    ModelManager* manager = guard->manager;
+    manager->loader_.Post([manager, version] { manager->UnloadDrained(version); });
+  });
 }
 
-void ModelManager::UnloadRetired() {
-  // Unloads are background work too (gc in every interpreter): see background_thread.h.
-  LowerThisThreadsPriority(kBackgroundNiceIncrement);
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stopping_) {
-    std::vector<std::shared_ptr<Model>> drained;
-    for (auto it = retired_.begin(); it != retired_.end();) {
-      // Only this list holds the handle and only the handle holds the queue:
-      // the unload (which takes every interpreter's GIL) happens right here.
-      if (dispatcher_->Drained(*(*it)->queue()) && it->use_count() == 1 &&
-          (*it)->queue().use_count() == 1) {
-        drained.push_back(std::move(*it));
-        it = retired_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    if (!drained.empty()) {
-      lock.unlock();
-      for (auto& m : drained) {
-        std::string what = m->name() + " version " + std::to_string(m->version());
-        Clock::time_point start = Clock::now();
-        // Slot by slot, each held out of dispatch, so that the other models
-        // serve on while this one's objects are freed.
-        ReleaseEverySlot(m->queue()->executable());
-        m.reset();
-        Log(LogLevel::kInfo, "model " + what + " unloaded in " + Fixed(SecondsSince(start)) + " s");
-      }
-      lock.lock();
-      continue;
-    }
-    retired_cv_.wait_for(lock, std::chrono::milliseconds(retired_.empty() ? 1000 : 20));
+void ModelManager::UnloadDrained(const VersionPtr& version) {
+  std::shared_ptr<Model> model;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    version->lifecycle.StartUnload();
+    model = std::move(version->model);
   }
+  std::string what = model->name() + " version " + std::to_string(model->version());
+  Clock::time_point start = Clock::now();
+  // Slot by slot, each held out of dispatch, so that the other models serve
+  // on while this one's objects are freed.
+  ReleaseEverySlot(model->queue()->executable());
+  // Drained: only handles taken before it left remain, and Submit gives
+  // their requests back; the executable goes with the last of them.
+  model.reset();
+  version->lifecycle.FinishUnload();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    retiring_.erase(std::remove(retiring_.begin(), retiring_.end(), version), retiring_.end());
+  }
+  Log(LogLevel::kInfo, "model " + what + " unloaded in " + Fixed(SecondsSince(start)) + " s");
 }
 
 ModelManager::~ModelManager() {
   changes_.reset();  // the changes asked for run first (nothing new comes now)
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(drain_guard_->mu);
+    drain_guard_->manager = nullptr;  // no unload is posted from now on
   }
-  retired_cv_.notify_all();
-  if (retirer_.joinable()) retirer_.join();
-  for (auto& m : retired_) {
-    if (!dispatcher_->Drained(*m->queue())) {
-      Log(LogLevel::kWarning, "model " + m->name() + " is still running a call; not unloaded");
-      new std::shared_ptr<Model>(std::move(m));  // NOLINT: its interpreter is busy; leave it be
+  loader_.Run([] {});  // the unloads posted before have run
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& v : retiring_) {
+    if (v->lifecycle.state() == VersionState::kDraining && v->model != nullptr) {
+      Log(LogLevel::kWarning, "model " + v->model->name() + " is still running a call; not unloaded");
+      new std::shared_ptr<Model>(std::move(v->model));  // NOLINT: its interpreter is busy; leave it be
     }
   }
 }

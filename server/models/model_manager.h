@@ -4,14 +4,12 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/status.h"
@@ -21,15 +19,15 @@
 #include "server/models/model.h"
 #include "server/models/model_name.h"
 #include "server/models/model_repository.h"
+#include "server/models/version_lifecycle.h"
 
 namespace manypy {
 
-/// A model's place in the lifecycle:
-///   (absent) -> LOADING -> READY -> UNLOADING -> UNAVAILABLE
-///   LOADING -> UNAVAILABLE (load failed; reason says why)
-///   READY -> LOADING (reload) -> READY: the old version serves until the new
-///   one is loaded and warmed up, then drains as its queued and running
-///   requests finish and is unloaded on the manager's own thread.
+/// A model version's row in the repository index, in the protocol's words
+/// (Triton's states). Each version moves through VersionLifecycle; the row
+/// shows it as LOADING (Loading), READY (Ready), UNLOADING (Draining or
+/// Unloading after a newer version replaced it) or UNAVAILABLE with a reason
+/// (failed, unloaded, or in the repository and not loaded).
 enum class ModelState { kLoading, kReady, kUnloading, kUnavailable };
 const char* ModelStateName(ModelState state);
 
@@ -67,8 +65,9 @@ class ModelManager {
   /// otherwise). `pool` and `dispatcher` must outlive the manager.
   static StatusOr<std::unique_ptr<ModelManager>> Create(InterpreterPool* pool,
                                                        Dispatcher* dispatcher, Options options);
-  /// Unloads retired versions that have drained; one that is still running
-  /// (stuck in native code) is left to the process's exit.
+  /// Runs the changes asked for and the unloads of versions that have
+  /// drained; one that is still running (stuck in native code) is left to
+  /// the process's exit.
   ~ModelManager();
 
   /// (Re)loads the newest version of `name` found in the repository.
@@ -96,12 +95,32 @@ class ModelManager {
       : slots_(slots),
         dispatcher_(dispatcher),
         options_(std::move(options)),
-        repository_(options_.repository, options_.archive_limits) {}
+        repository_(options_.repository, options_.archive_limits) {
+    drain_guard_->manager = this;
+  }
 
-  struct Slot {
-    ModelStatus status;
-    std::shared_ptr<Model> serving;
+  // One loaded (or loading) version: its lifecycle and, from Ready until it
+  // is unloaded, its handle.
+  struct LoadedVersion {
+    LoadedVersion(const std::string& name, int64_t version) : lifecycle(name, version) {}
+    VersionLifecycle lifecycle;
+    std::shared_ptr<Model> model;  // guarded by mu_
+  };
+  using VersionPtr = std::shared_ptr<LoadedVersion>;
+
+  // One model, by name. Guarded by mu_.
+  struct ModelEntry {
+    VersionPtr serving;  ///< Ready: takes new requests
+    VersionPtr loading;  ///< Loading, while a load runs (another may serve meanwhile)
+    ModelStatus shown;   ///< its row while nothing serves: unloaded, failed, or gone
     ModelStatus failed;  ///< the last version that failed to load while another served
+  };
+
+  // Lets the dispatcher's drained callbacks reach the manager only while it
+  // lives (the dispatcher outlives it): the destructor clears `manager`.
+  struct DrainGuard {
+    std::mutex mu;
+    ModelManager* manager = nullptr;  // guarded by mu
   };
 
   /// Loads, warms up and registers one archive.
@@ -113,10 +132,11 @@ class ModelManager {
                           LoadTimes* times);
   /// Releases `executable` on every slot in turn, each held out of dispatch.
   void ReleaseEverySlot(Executable& executable);
-  /// Stops dispatching to `model`; it is unloaded once drained. REQUIRES: mu_.
-  void Retire(std::shared_ptr<Model> model);
-  /// The retirer thread: unloads drained versions, off every request thread.
-  void UnloadRetired();
+  /// Ready -> Draining: stops dispatching new requests to `version`; once the
+  /// dispatcher says it has drained, it is unloaded on loader_. REQUIRES: mu_.
+  void Retire(const VersionPtr& version);
+  /// Draining -> Unloading -> Unloaded, slot by slot, on loader_.
+  void UnloadDrained(const VersionPtr& version);
 
   const size_t slots_;  // interpreters a model may run on
   Dispatcher* const dispatcher_;
@@ -128,17 +148,15 @@ class ModelManager {
   // True while Create loads the startup models (no frontend serves yet).
   std::atomic<bool> starting_{true};
   mutable std::mutex mu_;
-  std::map<std::string, Slot> models_;           // guarded by mu_
+  std::map<std::string, ModelEntry> models_;  // guarded by mu_
+  std::vector<VersionPtr> retiring_;          // guarded by mu_: Draining or Unloading
   // Guarded by mu_: names with a valid archive at the last scan (start, Index),
   // so that a model that is there but not loaded is told so.
   mutable std::set<std::string> repository_names_;
-  std::vector<std::shared_ptr<Model>> retired_;  // guarded by mu_: draining, then unloaded
-  std::condition_variable retired_cv_;
-  bool stopping_ = false;  // guarded by mu_
-  // Loads once serving (and their failure's cleanup); the retirer lowers its
-  // own priority alike.
+  const std::shared_ptr<DrainGuard> drain_guard_ = std::make_shared<DrainGuard>();
+  // Loads once serving (and their failure's cleanup) and unloads drained
+  // versions, at background priority, off every request thread.
   BackgroundThread loader_;
-  std::thread retirer_;
   // Runs LoadAsync and UnloadAsync (each then uses loader_ for the heavy
   // part, so it cannot be loader_ itself). Emptied and joined first at
   // destruction.

@@ -338,8 +338,8 @@ TEST(DispatcherTest, RetiredModelFinishesItsWorkThenLeavesAndHandsRequestsBack) 
   Submit(d, q, MakeRequest(answers, 1));  // a handle taken before the swap still works
   ASSERT_TRUE(answers->Wait(4));
   for (const auto& a : answers->Get()) EXPECT_TRUE(a.status.ok()) << a.status.ToString();
-  for (int i = 0; i < 100 && !d.Drained(*q); ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_TRUE(d.Drained(*q));
+  for (int i = 0; i < 100 && !d.TEST_Drained(*q); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(d.TEST_Drained(*q));
   auto late = std::make_shared<Answers>();
   EXPECT_NE(d.Submit(q, MakeRequest(late, 1)), nullptr);  // handed back: look the model up again
   EXPECT_TRUE(late->Get().empty());

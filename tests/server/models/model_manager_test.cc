@@ -449,13 +449,16 @@ TEST_F(ModelManagerTest, ReloadWhileRequestsAreInFlightFailsNoneAndUnloadsTheOld
   Status reloaded = Internal("not done");
   std::thread reload([&] { reloaded = manager_->Load("m"); });
   ASSERT_TRUE(WaitFor([&] { return slots2->preparing() == 1; }));
+  // The index shows both: the new version LOADING while the old one serves.
+  EXPECT_EQ(IndexEntry("m", 2).state, ModelState::kLoading);
+  EXPECT_EQ(IndexEntry("m", 1).state, ModelState::kReady);
   gate1->Close();
   for (int i = 1; i <= 6; ++i) EXPECT_EQ(v1->Infer(MakeRequest(answers1, static_cast<float>(i))), nullptr);
   ASSERT_TRUE(WaitFor([&] { return gated->waiting_ == 1; }));
   // Interpreter 1 is next: the reload waits for the call running there, which
   // the gate lets finish; the next one starts on interpreter 0 and waits.
   prepare_gate2->Open();
-  ASSERT_TRUE(WaitFor([&] { return dispatcher_->SlotHeld(1); }));
+  ASSERT_TRUE(WaitFor([&] { return dispatcher_->TEST_SlotHeld(1); }));
   gate1->Permit(1);
   reload.join();
   ASSERT_TRUE(reloaded.ok()) << reloaded.ToString();
@@ -464,13 +467,14 @@ TEST_F(ModelManagerTest, ReloadWhileRequestsAreInFlightFailsNoneAndUnloadsTheOld
   ASSERT_NE(v2, nullptr);
   EXPECT_EQ(v2->version(), 2);
   EXPECT_EQ(IndexEntry("m", 2).state, ModelState::kReady);
+  EXPECT_EQ(IndexEntry("m", 1).state, ModelState::kUnloading);  // draining its queue
   EXPECT_EQ(manager_->Get("m", "1").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(InferOne(*v2, 1), 20);      // new requests go to version 2 at once
   EXPECT_EQ(v1->Infer(MakeRequest(answers1, 7)), nullptr);  // a handle taken before the swap still works
   v1.reset();
   v2.reset();
 
-  std::this_thread::sleep_for(200ms);  // the retirer looks every 20 ms while one drains
+  std::this_thread::sleep_for(200ms);  // long enough for a wrong early unload to show
   EXPECT_FALSE(exe1.expired()) << "version 1 was unloaded with requests still queued";
   EXPECT_EQ(answers1->Get().size(), 1u);
 
