@@ -132,6 +132,15 @@ Status ParseEntryPoint(const JsonFields& top, EntryPoint* ep) {
   return Status::Ok();
 }
 
+}  // namespace
+
+std::string DynamicBatchingProblem(bool dynamic, int64_t max_batch_size) {
+  if (dynamic && max_batch_size <= 0) return "dynamic batching needs max_batch_size > 0";
+  return "";
+}
+
+namespace {
+
 Status ParseBatching(const JsonFields& top, Manifest* m) {
   StatusOr<const json*> obj = top.Object("batching", false);
   if (!obj.ok() || *obj == nullptr) return obj.status();
@@ -139,8 +148,8 @@ Status ParseBatching(const JsonFields& top, Manifest* m) {
   MANYPY_RETURN_IF_ERROR(
       f.Only({"dynamic", "preferred_batch_sizes", "max_queue_delay_microseconds"}));
   MANYPY_RETURN_IF_ERROR(f.Bool("dynamic", &m->batching.dynamic));
-  if (m->batching.dynamic && m->max_batch_size == 0)
-    return f.Error("dynamic", "dynamic batching needs max_batch_size > 0");
+  std::string problem = DynamicBatchingProblem(m->batching.dynamic, m->max_batch_size);
+  if (!problem.empty()) return f.Error("dynamic", problem);
   StatusOr<const json*> sizes = f.List("preferred_batch_sizes", false);
   if (!sizes.ok()) return sizes.status();
   for (size_t i = 0; *sizes != nullptr && i < (*sizes)->size(); ++i) {

@@ -74,6 +74,11 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
 /// gives back m for any valid m.
 std::string ManifestToJson(const Manifest& manifest);
 
+/// The batch-dimension rule of dynamic batching, the one place it is written:
+/// requests can only be joined along a batch dimension, so `dynamic` needs
+/// max_batch_size > 0. Empty when it holds, else why not.
+std::string DynamicBatchingProblem(bool dynamic, int64_t max_batch_size);
+
 /// True for the Open Inference Protocol datatype names SCHEMA.md allows (those of
 /// common/datatype.h's table).
 bool IsValidDatatype(const std::string& datatype);

@@ -29,7 +29,7 @@
 #include "server/inference/dispatcher.h"
 #include "server/log.h"
 #include "server/metrics/metrics_server.h"
-#include "server/models/model_manager.h"
+#include "server/lifecycle/model_manager.h"
 #include "server/server_options.h"
 
 namespace {
@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  InferenceServer core(models->get(), {options->explicit_model_control, *tokens});
+  InferenceServer core(models->get(), &dispatcher, {options->explicit_model_control, *tokens});
   GrpcFrontend frontend(&core);
   grpc::EnableDefaultHealthCheckService(true);
   // grpc 1.51 cannot bound its connections: the port is bound here, and its
@@ -226,8 +226,7 @@ int main(int argc, char** argv) {
     _exit(1);
   }).detach();
   // New requests are refused; queued and running ones may finish until the deadline.
-  bool drained = dispatcher.Drain(std::chrono::steady_clock::now() + grace);
-  size_t stuck = drained ? 0 : dispatcher.Abandon();
+  size_t stuck = core.Drain(std::chrono::steady_clock::now() + grace);
   if (http) http->Stop();  // every inference is answered: write the last replies, close
   // Every inference call is answered now; this ends the remaining calls (streams).
   grpc_connections->Stop();

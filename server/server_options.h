@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "server/models/model_settings.h"
+#include "server/lifecycle/model_settings.h"
 
 namespace manypy {
 

@@ -26,6 +26,12 @@ void InferenceServer::UnloadModel(const std::string& name,
   models_->UnloadAsync(name, std::move(done));
 }
 
+size_t InferenceServer::Drain(Clock::time_point deadline) {
+  StartDraining();
+  if (dispatcher_->Drain(deadline)) return 0;
+  return dispatcher_->Abandon();
+}
+
 Status InferenceServer::ModelReady(const std::string& name, const std::string& version) const {
   auto model = models_->Get(name, version);
   return model.ok() ? Status::Ok() : model.status();

@@ -13,7 +13,7 @@
 #include "proto/grpc_service.pb.h"
 #include "server/auth/access_tokens.h"
 #include "server/core/wire_infer.h"
-#include "server/models/model_manager.h"
+#include "server/lifecycle/model_manager.h"
 
 namespace manypy {
 
@@ -24,9 +24,9 @@ class InferenceServer {
     bool explicit_model_control = false;
     AccessTokens tokens;  ///< none: every call is open
   };
-  /// `models` must outlive the server, and the server its frontends.
-  InferenceServer(ModelManager* models, Options options)
-      : models_(models), options_(std::move(options)) {}
+  /// `models` and `dispatcher` must outlive the server, and the server its frontends.
+  InferenceServer(ModelManager* models, Dispatcher* dispatcher, Options options)
+      : models_(models), dispatcher_(dispatcher), options_(std::move(options)) {}
 
   /// Whether a caller presenting `authorization` (an HTTP Authorization
   /// header's value, or gRPC's `authorization` metadata; empty if none) may
@@ -40,6 +40,11 @@ class InferenceServer {
   bool Ready() const { return !draining_; }
   /// Shutdown has begun: Ready answers false while in-flight work drains.
   void StartDraining() { draining_ = true; }
+  /// Shutdown: StartDraining, then new requests are refused and those queued
+  /// or running may finish until `deadline`; what is left then is answered
+  /// UNAVAILABLE. Returns how many calls were still running (stuck in native
+  /// code: the process should exit without unloading).
+  size_t Drain(Clock::time_point deadline);
 
   /// Prepare -> Schedule -> Execute -> Finish for `wire`: `reply` is called
   /// once with the final status after `response` has been filled (header and
@@ -82,6 +87,7 @@ class InferenceServer {
   Status RepositoryChangesAllowed(const char* verb) const;
 
   ModelManager* const models_;
+  Dispatcher* const dispatcher_;
   const Options options_;
   std::atomic<bool> draining_{false};
 };

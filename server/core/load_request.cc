@@ -1,6 +1,6 @@
 #include "server/core/load_request.h"
 
-#include "server/models/model_name.h"
+#include "server/lifecycle/model_name.h"
 
 namespace manypy {
 

@@ -1,5 +1,5 @@
 // Checks on a client's repository load request beyond its name (the model
-// name's own checks are server/models/model_name.h): models load only by name,
+// name's own checks are server/lifecycle/model_name.h): models load only by name,
 // never with a configuration or files a client sends. Pure; thread-safe.
 #pragma once
 

@@ -28,7 +28,7 @@ void SetDuration(uint64_t count, uint64_t ns, inference::StatisticDuration* d) {
 
 void FillServerMetadata(inference::ServerMetadataResponse* response) {
   response->set_name(kServerName);
-  response->set_version(kServerVersion);
+  response->set_version(MANYPY_VERSION);  // from VERSION, through CMake
   for (const char* e : {"model_repository", "model_repository(unload_dependents)", "statistics"}) {
     response->add_extensions(e);
   }
@@ -73,7 +73,7 @@ void FillModelConfig(const Model& model, inference::ModelConfigResponse* respons
   group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
   const ModelSettings& settings = model.settings();
   group->set_count(static_cast<int32_t>(settings.instance_count));
-  if (settings.dynamic_batching) {
+  if (settings.batching.dynamic) {
     auto* db = c->mutable_dynamic_batching();
     for (int64_t b : settings.batching.preferred_batch_sizes) {
       db->add_preferred_batch_size(static_cast<int32_t>(b));

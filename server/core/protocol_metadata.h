@@ -6,12 +6,11 @@
 
 #include "common/status.h"
 #include "proto/grpc_service.pb.h"
-#include "server/models/model_manager.h"
+#include "server/lifecycle/model_manager.h"
 
 namespace manypy {
 
 inline constexpr const char* kServerName = "manypy";
-inline constexpr const char* kServerVersion = "0.1.0";
 
 void FillServerMetadata(inference::ServerMetadataResponse* response);
 void FillModelMetadata(const Model& model, const ModelManager& models,

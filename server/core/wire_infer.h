@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "proto/grpc_service.pb.h"
-#include "server/models/model_manager.h"
+#include "server/lifecycle/model_manager.h"
 
 namespace manypy {
 

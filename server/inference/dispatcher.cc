@@ -30,7 +30,7 @@ Dispatcher::Dispatcher(Options options)
 }
 
 Dispatcher::~Dispatcher() {
-  std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>> left;
+  std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = draining_ = true;
@@ -48,24 +48,24 @@ Dispatcher::~Dispatcher() {
   watchdog_.join();
 }
 
-void Dispatcher::Add(std::shared_ptr<ModelQueue> model) {
+void Dispatcher::Add(std::shared_ptr<DispatchedModel> model) {
   std::lock_guard<std::mutex> lock(mu_);
   models_.push_back(std::move(model));
 }
 
-void Dispatcher::Retire(const std::shared_ptr<ModelQueue>& model, std::function<void()> on_drained) {
+void Dispatcher::Retire(const std::shared_ptr<DispatchedModel>& model, std::function<void()> on_drained) {
   std::lock_guard<std::mutex> lock(mu_);
   model->retired_ = true;
   model->on_drained_ = std::move(on_drained);
   LeaveIfDrained(model);
 }
 
-bool Dispatcher::TEST_Drained(const ModelQueue& model) const {
+bool Dispatcher::TEST_Drained(const DispatchedModel& model) const {
   std::lock_guard<std::mutex> lock(mu_);
   return model.left_;
 }
 
-void Dispatcher::LeaveIfDrained(const std::shared_ptr<ModelQueue>& model) {
+void Dispatcher::LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model) {
   if (!model->retired_ || model->left_ || model->running_ > 0 || model->scheduler_->queued() > 0) {
     return;
   }
@@ -80,7 +80,7 @@ void Dispatcher::LeaveIfDrained(const std::shared_ptr<ModelQueue>& model) {
   if (model->on_drained_) std::exchange(model->on_drained_, nullptr)();
 }
 
-RequestPtr Dispatcher::Submit(const std::shared_ptr<ModelQueue>& model, RequestPtr request) {
+RequestPtr Dispatcher::Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request) {
   Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -104,12 +104,12 @@ RequestPtr Dispatcher::Submit(const std::shared_ptr<ModelQueue>& model, RequestP
 
 Dispatcher::ExecutionPtr Dispatcher::FindWork(
     Clock::time_point now, Clock::time_point* wake,
-    std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>>* expired) {
+    std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired) {
   // Round robin from the model after the last one served: a hot model cannot
   // starve a cold one.
   for (size_t n = 0; n < models_.size(); ++n) {
     size_t index = (cursor_ + n) % models_.size();
-    const std::shared_ptr<ModelQueue>& model = models_[index];
+    const std::shared_ptr<DispatchedModel>& model = models_[index];
     if (model->running_ >= model->limits().instance_count) continue;
     std::vector<RequestPtr> gone;
     Clock::time_point ignored = Clock::time_point::max();
@@ -141,7 +141,7 @@ void Dispatcher::Work(size_t slot) {
     }
     Clock::time_point now = Clock::now();
     Clock::time_point wake = Clock::time_point::max();
-    std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>> expired;
+    std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> expired;
     ExecutionPtr execution = FindWork(now, &wake, &expired);
     if (!expired.empty()) {
       lock.unlock();
@@ -160,7 +160,7 @@ void Dispatcher::Work(size_t slot) {
       }
       continue;
     }
-    ModelQueue& model = *execution->model;
+    DispatchedModel& model = *execution->model;
     model.running_++;
     execution->started = now;
     if (model.limits().max_execution.count() > 0) {
@@ -214,7 +214,7 @@ bool Dispatcher::TEST_SlotHeld(size_t slot) const {
 }
 
 void Dispatcher::Run(size_t slot, Execution& execution) {
-  ModelQueue& model = *execution.model;
+  DispatchedModel& model = *execution.model;
   const Manifest& m = model.manifest();
   int64_t rows = 0;
   for (auto& r : execution.requests) {
@@ -265,7 +265,7 @@ void Dispatcher::Run(size_t slot, Execution& execution) {
 
 Status Dispatcher::InterruptedStatus(const Execution& execution, const InferenceRequest& request,
                                      bool no_one_waits, std::chrono::microseconds ran) {
-  const ModelQueue& model = *execution.model;
+  const DispatchedModel& model = *execution.model;
   const std::string& name = model.manifest().name;
   if (!no_one_waits) {
     return DeadlineExceeded("model '" + name + "' ran longer than its execution limit of " +
@@ -286,7 +286,7 @@ Status Dispatcher::InterruptedStatus(const Execution& execution, const Inference
                    "' while it ran; the call was interrupted after " + Seconds(ran) + " s");
 }
 
-void Dispatcher::Expire(const ModelQueue& model, RequestPtr request) {
+void Dispatcher::Expire(const DispatchedModel& model, RequestPtr request) {
   const std::string& name = model.manifest().name;
   // A deadline that passed comes first: gRPC also reports such a call as cancelled.
   if (Clock::now() < request->deadline && request->cancelled && request->cancelled()) {
@@ -338,7 +338,7 @@ void Dispatcher::Watch() {
         wake = std::min(wake, e->deadline);
       }
     }
-    std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>> expired;
+    std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> expired;
     for (const auto& model : models_) {
       std::vector<RequestPtr> gone;
       model->scheduler_->Expire(now, &gone, &wake);
@@ -372,7 +372,7 @@ bool Dispatcher::IdleLocked() const {
 }
 
 size_t Dispatcher::Abandon() {
-  std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>> queued;
+  std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> queued;
   std::vector<ExecutionPtr> stuck;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -397,7 +397,7 @@ size_t Dispatcher::Abandon() {
   return stuck.size();
 }
 
-size_t Dispatcher::queued(const ModelQueue& model) const {
+size_t Dispatcher::queued(const DispatchedModel& model) const {
   std::lock_guard<std::mutex> lock(mu_);
   return model.scheduler_->queued();
 }

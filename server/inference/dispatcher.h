@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/inference/model_queue.h"
+#include "server/inference/finish.h"
 
 namespace manypy {
 
@@ -31,16 +31,16 @@ class Dispatcher {
   ~Dispatcher();
 
   /// Starts dispatching `model`'s requests.
-  void Add(std::shared_ptr<ModelQueue> model);
+  void Add(std::shared_ptr<DispatchedModel> model);
   /// `model` is being replaced or unloaded: it still takes requests from
   /// handles taken before (a reload fails no request) and leaves once
   /// nothing is queued or running; after that Submit hands them back.
   /// `on_drained` is called once as it leaves (at once if it is idle), under
   /// the dispatcher's lock, from whichever thread saw it drain: it must only
   /// hand the work on (the model manager posts the unload to its thread).
-  void Retire(const std::shared_ptr<ModelQueue>& model, std::function<void()> on_drained = {});
+  void Retire(const std::shared_ptr<DispatchedModel>& model, std::function<void()> on_drained = {});
   /// For tests: whether `model` has left.
-  bool TEST_Drained(const ModelQueue& model) const;
+  bool TEST_Drained(const DispatchedModel& model) const;
 
   /// Hands a prepared request to its model's scheduler and returns null. When
   /// it cannot be queued (queue full: RESOURCE_EXHAUSTED; shutting down:
@@ -48,7 +48,7 @@ class Dispatcher {
   /// left (a handle taken before a reload or unload, used after the old
   /// version drained) the request is returned untouched: the caller looks the
   /// model up again.
-  [[nodiscard]] RequestPtr Submit(const std::shared_ptr<ModelQueue>& model, RequestPtr request);
+  [[nodiscard]] RequestPtr Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request);
 
   /// Shutdown: refuses new requests, then waits until nothing is queued or
   /// running, at most until `deadline`. Returns whether everything drained.
@@ -69,7 +69,7 @@ class Dispatcher {
   /// For tests: whether a RunOnSlot holds `slot` (or waits there for its running call).
   bool TEST_SlotHeld(size_t slot) const;
 
-  size_t queued(const ModelQueue& model) const;
+  size_t queued(const DispatchedModel& model) const;
 
   /// One dispatched model version's load right now (for metrics at scrape time).
   struct ModelLoad {
@@ -83,7 +83,7 @@ class Dispatcher {
 
  private:
   struct Execution {
-    std::shared_ptr<ModelQueue> model;
+    std::shared_ptr<DispatchedModel> model;
     std::vector<RequestPtr> requests;
     InterruptHook hook;
     Clock::time_point started;
@@ -103,11 +103,11 @@ class Dispatcher {
   /// The next execution any free worker may start, or null; REQUIRES: mu_.
   /// Expired requests found on the way go to `expired`.
   ExecutionPtr FindWork(Clock::time_point now, Clock::time_point* wake,
-                        std::vector<std::pair<std::shared_ptr<ModelQueue>, RequestPtr>>* expired);
-  void LeaveIfDrained(const std::shared_ptr<ModelQueue>& model);  // REQUIRES: mu_
+                        std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired);
+  void LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model);  // REQUIRES: mu_
   /// Nothing queued or running in any model. REQUIRES: mu_.
   bool IdleLocked() const;
-  static void Expire(const ModelQueue& model, RequestPtr request);
+  static void Expire(const DispatchedModel& model, RequestPtr request);
   /// Whether no request in `execution` still has a client waiting at `now`:
   /// each one's client has gone (cancelled, disconnected) or its deadline has
   /// passed. REQUIRES: mu_, and `execution` not answered yet.
@@ -124,7 +124,7 @@ class Dispatcher {
   std::condition_variable watchdog_cv_;  // a deadline may have moved earlier
   std::condition_variable idle_cv_;      // a model drained / everything idle
   std::condition_variable slot_cv_;      // a slot finished an execution or was given back
-  std::vector<std::shared_ptr<ModelQueue>> models_;  // guarded by mu_; dispatch order
+  std::vector<std::shared_ptr<DispatchedModel>> models_;  // guarded by mu_; dispatch order
   size_t cursor_ = 0;                                // guarded by mu_: next model to serve
   std::set<ExecutionPtr> running_;                   // guarded by mu_
   std::vector<bool> slot_executing_;                 // guarded by mu_: per slot

@@ -1,10 +1,11 @@
-// FinishRequest, FinishUnrouted and RecordExecution (declared in
-// model_queue.h), and the observer they report to (inference_observer.h).
+// The Finish stage (finish.h), and the observer it reports to
+// (inference_observer.h).
+#include "server/inference/finish.h"
+
 #include <atomic>
 #include <cstdio>
 
 #include "server/inference/inference_observer.h"
-#include "server/inference/model_queue.h"
 #include "server/log.h"
 
 namespace manypy {
@@ -116,7 +117,7 @@ void Finish(const FinishTarget& target, InferenceRequest& request, Status status
 
 }  // namespace
 
-void FinishRequest(const ModelQueue& model, RequestPtr request, Status status,
+void FinishRequest(const DispatchedModel& model, RequestPtr request, Status status,
                    std::vector<Value> outputs, int64_t batch_rows) {
   const Manifest& m = model.manifest();
   Finish({m.name, m.version, &model.stats()}, *request, std::move(status), &outputs, batch_rows);
@@ -126,12 +127,12 @@ void FinishUnrouted(const std::string& name, RequestPtr request, const Status& s
   Finish({name, 0, nullptr}, *request, status, nullptr, 0);
 }
 
-void FinishAbandoned(const ModelQueue& model, InferenceRequest& request, const Status& status) {
+void FinishAbandoned(const DispatchedModel& model, InferenceRequest& request, const Status& status) {
   const Manifest& m = model.manifest();
   Finish({m.name, m.version, &model.stats()}, request, status, nullptr, 0);
 }
 
-void RecordExecution(const ModelQueue& model, size_t slot, int64_t rows, Clock::time_point started,
+void RecordExecution(const DispatchedModel& model, size_t slot, int64_t rows, Clock::time_point started,
                      Clock::time_point ended, const std::string& error_type) {
   model.stats().execution_count++;
   model.stats().inference_count += static_cast<uint64_t>(rows);

@@ -1,7 +1,7 @@
 // manypy-bench-memory: what serving one model costs in memory, N ways.
 //
 //   interpreters  one process, a pool of N interpreters, the model loaded in
-//                 each (PackagedModel: one shared mapping of the weights)
+//                 each (PythonModel: one shared mapping of the weights)
 //   processes     N separate Python worker processes, each loading the model
 //                 with torch.package (the TorchServe / Triton python-backend
 //                 pattern: every worker holds its own copy of the weights)
@@ -68,8 +68,8 @@
 #include "interpreters/python_error.h"
 #include "package_format/archive.h"
 #include "server/allocator_info.h"
-#include "server/models/packaged_model.h"
-#include "server/models/warmup.h"
+#include "server/lifecycle/python_model.h"
+#include "server/lifecycle/warmup.h"
 #include "tests/bench/bench_output.h"
 
 extern char** environ;
@@ -320,7 +320,7 @@ int RunChild(size_t n, const std::string& archive, bool eager_imports) {
       fprintf(stderr, "child: the pool failed to start: %s\n", pool.status().ToString().c_str());
       return 1;
     }
-    auto model = manypy::PackagedModel::Load(pool->get(), archive);
+    auto model = manypy::PythonModel::Load(pool->get(), archive);
     if (!model.ok()) {
       fprintf(stderr, "child: %s\n", model.status().ToString().c_str());
       return 1;

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "package_format/archive.h"
-#include "server/models/model_manager.h"
+#include "server/lifecycle/model_manager.h"
 #include "tests/test_util/fake_executable.h"
 
 namespace manypy::testing {

@@ -11,6 +11,8 @@ import re
 SCHEMA_VERSION = 1
 PLATFORM = "manypy_python"  # Python run by the server's interpreters (the default)
 TORCHSCRIPT_PLATFORM = "torchscript"  # a TorchScript module run by libtorch from C++
+# Where a TorchScript archive keeps its module (torch.jit.save's bytes).
+TORCHSCRIPT_PACKAGE, TORCHSCRIPT_RESOURCE = "model", "model.pt"
 PLATFORMS = (PLATFORM, TORCHSCRIPT_PLATFORM)
 MANIFEST_PACKAGE = "manypy"
 MANIFEST_RESOURCE = "manifest.json"

@@ -20,6 +20,7 @@ archive_entries, check_archive, example_inputs_for, datatype_of.
 
 import importlib
 import importlib.util
+import io
 import json
 import os
 import re
@@ -794,14 +795,24 @@ def check_archive(path):
     return manifest
 
 
+def load_torchscript(path, manifest):
+    """The TorchScript module a torchscript-platform archive holds (what the
+    server's C++ loads with torch::jit::load). Here rather than in
+    manypy.torchscript, which builds on this module, so that the two never
+    import each other."""
+    ep = manifest["entry_point"]
+    data = PackageImporter(os.fspath(path)).load_binary(
+        ep.get("package", _manifest.TORCHSCRIPT_PACKAGE), ep.get("resource", _manifest.TORCHSCRIPT_RESOURCE))
+    return torch.jit.load(io.BytesIO(data))
+
+
 def load_model(path):
     """Loads an archive the way the server does, in this interpreter:
     returns (model, manifest). A reference for tests and users; the server
     additionally shares storages between interpreters."""
     manifest = check_archive(path)
     if manifest["platform"] == _manifest.TORCHSCRIPT_PLATFORM:
-        from . import torchscript
-        return torchscript.load(path)
+        return load_torchscript(path, manifest), manifest
     importer = PackageImporter(os.fspath(path))
     ep = manifest["entry_point"]
     if ep["kind"] == "pickle":

@@ -21,7 +21,7 @@ import torch
 from . import manifest as _manifest
 from . import package as _package
 
-TORCHSCRIPT_PACKAGE, TORCHSCRIPT_RESOURCE = "model", "model.pt"
+TORCHSCRIPT_PACKAGE, TORCHSCRIPT_RESOURCE = _manifest.TORCHSCRIPT_PACKAGE, _manifest.TORCHSCRIPT_RESOURCE
 MODES = ("script", "trace")
 
 
@@ -90,8 +90,4 @@ def load(path):
     manifest = _package.read_manifest(path)
     if manifest["platform"] != _manifest.TORCHSCRIPT_PLATFORM:
         raise ValueError(f"{path}: platform {manifest['platform']!r} is not torchscript")
-    importer = torch.package.PackageImporter(path)
-    ep = manifest["entry_point"]
-    data = importer.load_binary(ep.get("package", TORCHSCRIPT_PACKAGE),
-                                ep.get("resource", TORCHSCRIPT_RESOURCE))
-    return torch.jit.load(io.BytesIO(data)), manifest
+    return _package.load_torchscript(path, manifest), manifest

@@ -1,7 +1,7 @@
 """Extern by default: a module installed in the packaging Python (its
 site-packages / dist-packages) is extern, the user's own code is interned,
 `inspect` lists what the archive expects the server to provide, and the
-server's loader (server/models/model_runtime.py) refuses, naming them,
+server's loader (server/lifecycle/model_runtime.py) refuses, naming them,
 extern modules its Python cannot import."""
 import importlib.util
 import os
@@ -16,7 +16,7 @@ import zipfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 MANYPY_PYTHON = os.path.join(REPO, "package_format", "python")
-MODEL_RUNTIME = os.path.join(REPO, "server", "models", "model_runtime.py")
+MODEL_RUNTIME = os.path.join(REPO, "server", "lifecycle", "model_runtime.py")
 sys.path.insert(0, MANYPY_PYTHON)
 
 import torch  # noqa: E402

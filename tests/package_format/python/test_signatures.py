@@ -3,7 +3,7 @@ examples are left out of the signature (export warns) and are a clear error
 when the server finds None in a declared output; several examples or
 dynamic_dims make dimensions variable (-1); a list holding one dict
 (torchvision's detectors) is keyed by its dict. The server's side is
-server/models/model_runtime.py, loaded here as the server loads it."""
+server/lifecycle/model_runtime.py, loaded here as the server loads it."""
 import importlib.util
 import os
 import shutil
@@ -26,7 +26,7 @@ import manypy.package as P  # noqa: E402
 import sample_models  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
-    "manypy_model_runtime", os.path.join(REPO, "server", "models", "model_runtime.py"))
+    "manypy_model_runtime", os.path.join(REPO, "server", "lifecycle", "model_runtime.py"))
 runtime = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(runtime)
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "server/core/load_request.h"
-#include "server/models/model_name.h"
+#include "server/lifecycle/model_name.h"
 
 namespace manypy {
 namespace {

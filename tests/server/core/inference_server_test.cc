@@ -10,24 +10,15 @@
 #include <future>
 #include <thread>
 
-#include "tests/package_format/test_zip.h"
 #include "tests/test_util/fake_loader.h"
+#include "tests/test_util/test_archives.h"
 
 namespace manypy {
 namespace {
 
 using namespace std::chrono_literals;
 using testing::FakeLoader;
-
-Manifest TestManifest(const std::string& name, int64_t version) {
-  Manifest m;
-  m.name = name;
-  m.version = version;
-  m.max_batch_size = 8;
-  m.inputs = {{"IN", "FP32", {2}}};
-  m.outputs = {{"OUT", "FP32", {2}}};
-  return m;
-}
+using testing::TestManifest;
 
 /// One request for `model`: IN of shape [1, 2] as raw FP32.
 inference::ModelInferRequest Wire(const std::string& model, float a, float b) {
@@ -63,10 +54,7 @@ struct Completion {
 class InferenceServerTest : public ::testing::Test {
  protected:
   void WriteArchive(const std::string& file, const Manifest& m) {
-    testing::ZipBuilder zip;
-    zip.Add(m.name + "/manypy/manifest.json", ManifestToJson(m));
-    zip.Add(m.name + "/model/model.pkl", "not really a pickle");
-    testing::WriteFile(dir_.File(file), zip.Finish());
+    testing::WriteTestArchive(dir_, file, m);
   }
 
   void Start(bool explicit_control, std::vector<std::string> startup = {}) {
@@ -81,7 +69,7 @@ class InferenceServerTest : public ::testing::Test {
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     manager_ = std::move(*created);
     server_ = std::make_unique<InferenceServer>(
-        manager_.get(), InferenceServer::Options{explicit_control, AccessTokens()});
+        manager_.get(), dispatcher_.get(), InferenceServer::Options{explicit_control, AccessTokens()});
   }
 
   Status Infer(const inference::ModelInferRequest& wire, inference::ModelInferResponse* out) {
@@ -234,9 +222,13 @@ TEST_F(InferenceServerTest, MetadataConfigIndexAndReadiness) {
 
   EXPECT_TRUE(server_->Live());
   EXPECT_TRUE(server_->Ready());
-  server_->StartDraining();
+  EXPECT_EQ(server_->Drain(Clock::now() + 5s), 0u);  // nothing was running
   EXPECT_FALSE(server_->Ready());
   EXPECT_TRUE(server_->Live());
+  inference::ModelInferResponse out;
+  Status refused = Infer(Wire("a", 1, 2), &out);
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);  // new requests are refused
+  EXPECT_NE(refused.message().find("shutting down"), std::string::npos) << refused.message();
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ Manifest FakeManifest(const std::string& name, int64_t max_batch = 16) {
   return m;
 }
 
-std::shared_ptr<ModelQueue> MakeQueue(const std::string& name, std::shared_ptr<Executable> exe,
+std::shared_ptr<DispatchedModel> MakeQueue(const std::string& name, std::shared_ptr<Executable> exe,
                                       size_t instances, bool batching,
                                       std::chrono::microseconds limit = 60s,
                                       size_t max_queue = 1000, int64_t delay_us = 0) {
@@ -44,10 +44,10 @@ std::shared_ptr<ModelQueue> MakeQueue(const std::string& name, std::shared_ptr<E
   } else {
     s = std::make_unique<FifoScheduler>(name, max_queue);
   }
-  return std::make_shared<ModelQueue>(m, ModelLimits{instances, limit}, std::move(s), std::move(exe));
+  return std::make_shared<DispatchedModel>(m, ModelLimits{instances, limit}, std::move(s), std::move(exe));
 }
 
-void Submit(Dispatcher& d, const std::shared_ptr<ModelQueue>& q, RequestPtr r) {
+void Submit(Dispatcher& d, const std::shared_ptr<DispatchedModel>& q, RequestPtr r) {
   EXPECT_EQ(d.Submit(q, std::move(r)), nullptr) << "handed back: the model had left";
 }
 

@@ -1,4 +1,4 @@
-// PackagedModel: one model archive loaded into every interpreter of a pool,
+// PythonModel: one model archive loaded into every interpreter of a pool,
 // all sharing one mapped copy of its weights; the Executable the dispatcher
 // runs for a Python model. Thread-safe: Run and Call may be called from any
 // number of threads; each call leases one interpreter.
@@ -17,7 +17,7 @@
 
 namespace manypy {
 
-class PackagedModel final : public Executable {
+class PythonModel final : public Executable {
  public:
   /// Validates the archive, maps its storages once and loads the model in
   /// every interpreter of `pool` (in parallel). The pool must outlive the model.
@@ -26,21 +26,21 @@ class PackagedModel final : public Executable {
   /// extern modules the server's Python cannot import (each named); for
   /// another Python failure while loading, INTERNAL with the exception type
   /// and message.
-  static StatusOr<std::unique_ptr<PackagedModel>> Load(InterpreterPool* pool,
+  static StatusOr<std::unique_ptr<PythonModel>> Load(InterpreterPool* pool,
                                                       const std::string& archive_path);
   /// As above, for an archive already opened (and validated).
-  static StatusOr<std::unique_ptr<PackagedModel>> Load(InterpreterPool* pool,
+  static StatusOr<std::unique_ptr<PythonModel>> Load(InterpreterPool* pool,
                                                       std::unique_ptr<PackageArchive> archive);
   /// As Load, but loads the model in no interpreter yet: Prepare(slot) does,
   /// one interpreter at a time (the model manager, while the others serve).
   /// Only the archive's and device errors here; the Python ones come from Prepare.
-  static StatusOr<std::unique_ptr<PackagedModel>> Open(InterpreterPool* pool,
+  static StatusOr<std::unique_ptr<PythonModel>> Open(InterpreterPool* pool,
                                                       std::unique_ptr<PackageArchive> archive);
 
   /// Drops the model in every interpreter not yet released, then runs each
   /// one's cyclic garbage collector (takes those interpreters in turn; see the
   /// .cc for why).
-  ~PackagedModel() override;
+  ~PythonModel() override;
 
   /// Loads the model in interpreter `slot` (Load's Python errors).
   Status Prepare(size_t slot) override;
@@ -66,7 +66,7 @@ class PackagedModel final : public Executable {
   Obj In(InterpreterSession& session) const { return model_.In(session); }
 
  private:
-  PackagedModel(InterpreterPool* pool, std::unique_ptr<PackageArchive> archive,
+  PythonModel(InterpreterPool* pool, std::unique_ptr<PackageArchive> archive,
                 std::shared_ptr<MappedStorages> storages, ReplicatedObject model,
                 ReplicatedObject runner)
       : pool_(pool),

@@ -1,13 +1,13 @@
-#include "server/models/model_manager.h"
+#include "server/lifecycle/model_manager.h"
 
 #include <algorithm>
 
 #include "server/inference/batching_scheduler.h"
 #include "server/inference/inference_observer.h"
 #include "server/log.h"
-#include "server/models/archive_loader.h"
-#include "server/models/reload_policy.h"
-#include "server/models/warmup.h"
+#include "server/lifecycle/archive_loader.h"
+#include "server/lifecycle/reload_policy.h"
+#include "server/lifecycle/warmup.h"
 
 namespace manypy {
 
@@ -253,14 +253,14 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
   }
 
   std::unique_ptr<Scheduler> scheduler;
-  if (settings->dynamic_batching) {
+  if (settings->batching.dynamic) {
     scheduler = std::make_unique<BatchingScheduler>(m.name, settings->max_queue_size,
                                                     m.max_batch_size, settings->batching);
   } else {
     scheduler = std::make_unique<FifoScheduler>(m.name, settings->max_queue_size);
   }
   ModelLimits limits{settings->instance_count, settings->max_execution};
-  auto queue = std::make_shared<ModelQueue>(m, limits, std::move(scheduler), executable,
+  auto queue = std::make_shared<DispatchedModel>(m, limits, std::move(scheduler), executable,
                                             stats_.For(m.name, m.version));
   dispatcher_->Add(queue);
   Log(LogLevel::kInfo, "model " + m.name + " version " + std::to_string(m.version) + " loaded from " +
@@ -268,7 +268,7 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
                            std::to_string(settings->warmup_runs) + " run(s) per instance in " +
                            Fixed(times.warmup_seconds) + " s; " +
                            std::to_string(settings->instance_count) + " instance(s)" +
-                           (settings->dynamic_batching ? ", dynamic batching" : ""));
+                           (settings->batching.dynamic ? ", dynamic batching" : ""));
   if (InferenceObserver* observer = GetInferenceObserver()) {
     observer->OnModelLoaded(m.name, m.version, times.load_seconds, times.warmup_seconds);
   }

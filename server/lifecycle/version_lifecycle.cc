@@ -1,4 +1,4 @@
-#include "server/models/version_lifecycle.h"
+#include "server/lifecycle/version_lifecycle.h"
 
 #include "server/log.h"
 

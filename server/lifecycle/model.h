@@ -7,7 +7,7 @@
 #include <string>
 
 #include "server/inference/dispatcher.h"
-#include "server/models/model_settings.h"
+#include "server/lifecycle/model_settings.h"
 
 namespace manypy {
 
@@ -19,7 +19,7 @@ struct LoadTimes {
 class Model {
  public:
   Model(std::string path, ModelSettings settings, LoadTimes times,
-        std::shared_ptr<ModelQueue> queue, Dispatcher* dispatcher)
+        std::shared_ptr<DispatchedModel> queue, Dispatcher* dispatcher)
       : path_(std::move(path)),
         settings_(std::move(settings)),
         times_(times),
@@ -48,13 +48,13 @@ class Model {
     FinishRequest(*queue_, std::move(request), status, {}, 0);
   }
 
-  const std::shared_ptr<ModelQueue>& queue() const { return queue_; }
+  const std::shared_ptr<DispatchedModel>& queue() const { return queue_; }
 
  private:
   const std::string path_;
   const ModelSettings settings_;
   const LoadTimes times_;
-  const std::shared_ptr<ModelQueue> queue_;
+  const std::shared_ptr<DispatchedModel> queue_;
   Dispatcher* const dispatcher_;
 };
 

@@ -1,4 +1,4 @@
-#include "server/models/torchscript_model.h"
+#include "server/lifecycle/torchscript_model.h"
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>

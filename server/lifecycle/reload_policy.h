@@ -3,7 +3,7 @@
 // thread-safe.
 #pragma once
 
-#include "server/models/version_lifecycle.h"
+#include "server/lifecycle/version_lifecycle.h"
 
 namespace manypy {
 

@@ -26,8 +26,7 @@ struct ModelSettings {
   std::chrono::microseconds max_execution{0};    ///< zero: no limit
   std::chrono::microseconds default_timeout{0};  ///< zero: none
   int64_t warmup_runs = 1;
-  bool dynamic_batching = false;
-  BatchingSpec batching;
+  BatchingSpec batching;  ///< `batching.dynamic`: whether requests are joined
 };
 
 /// The settings --model-config accepts.

@@ -1,4 +1,4 @@
-#include "server/models/model_repository.h"
+#include "server/lifecycle/model_repository.h"
 
 #include <algorithm>
 #include <filesystem>

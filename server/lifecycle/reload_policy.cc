@@ -1,4 +1,4 @@
-#include "server/models/reload_policy.h"
+#include "server/lifecycle/reload_policy.h"
 
 namespace manypy {
 

@@ -13,7 +13,7 @@ from torch.package import PackageImporter
 
 class MissingModulesError(ImportError):
     """The archive needs modules from the server's Python (its extern
-    modules) that cannot be imported here. PackagedModel::Load turns it into
+    modules) that cannot be imported here. PythonModel::Load turns it into
     FAILED_PRECONDITION."""
 
 

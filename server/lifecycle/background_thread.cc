@@ -1,4 +1,4 @@
-#include "server/models/background_thread.h"
+#include "server/lifecycle/background_thread.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>

@@ -1,7 +1,7 @@
 // Every example model, packaged by the project's own tool, loads into every
 // interpreter of a pool with one shared copy of its weights and gives the
 // same results as the eager model built from its source.
-#include "server/models/packaged_model.h"
+#include "server/lifecycle/python_model.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -75,7 +75,7 @@ class ExampleModelTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(ExampleModelTest, MatchesEagerPyTorchInEveryInterpreter) {
   auto pool = MakeModelPool(2);
   ASSERT_NE(pool, nullptr);
-  auto model = PackagedModel::Load(pool.get(), ArchivePath(GetParam()));
+  auto model = PythonModel::Load(pool.get(), ArchivePath(GetParam()));
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   EXPECT_EQ((*model)->manifest().name, GetParam());
   Reference ref = EagerReference(*pool, GetParam(), (*model)->manifest());
@@ -94,10 +94,10 @@ INSTANTIATE_TEST_SUITE_P(Models, ExampleModelTest,
                                            "fasterrcnn_mobilenet_v3_large_320_fpn",
                                            "deeplabv3_mobilenet_v3_large", "wav2vec2_base"));
 
-TEST(PackagedModelTest, WeightsAreSharedByEveryInterpreter) {
+TEST(PythonModelTest, WeightsAreSharedByEveryInterpreter) {
   auto pool = MakeModelPool(3);
   ASSERT_NE(pool, nullptr);
-  auto model = PackagedModel::Load(pool.get(), ArchivePath("resnet18"));
+  auto model = PythonModel::Load(pool.get(), ArchivePath("resnet18"));
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   std::vector<int64_t> pointers, model_ids;
   for (size_t i = 0; i < pool->size(); ++i) {
@@ -118,20 +118,20 @@ TEST(PackagedModelTest, WeightsAreSharedByEveryInterpreter) {
   EXPECT_NE(pointers[0], pointers[1]);
 }
 
-TEST(PackagedModelTest, MissingArchiveIsNotFound) {
+TEST(PythonModelTest, MissingArchiveIsNotFound) {
   auto pool = MakeModelPool(1);
   ASSERT_NE(pool, nullptr);
-  auto model = PackagedModel::Load(pool.get(), ArchivePath("no_such_model"));
+  auto model = PythonModel::Load(pool.get(), ArchivePath("no_such_model"));
   EXPECT_EQ(model.status().code(), StatusCode::kNotFound);
   EXPECT_NE(model.status().message().find("no_such_model.mpk"), std::string::npos);
 }
 
-TEST(PackagedModelTest, ExternModuleTheServerLacksFailsTheLoadNamingIt) {
+TEST(PythonModelTest, ExternModuleTheServerLacksFailsTheLoadNamingIt) {
   // Packaged where `manypy_test_installed_lib` was installed (so it is extern),
   // loaded where it is not (tests/server/models/make_server_test_models.py).
   auto pool = MakeModelPool(2);
   ASSERT_NE(pool, nullptr);
-  auto model = PackagedModel::Load(
+  auto model = PythonModel::Load(
       pool.get(), std::string(MANYPY_TEST_REPOSITORY) + "/missing_module/needs_missing_module.mpk");
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), StatusCode::kFailedPrecondition) << model.status().ToString();
@@ -141,10 +141,10 @@ TEST(PackagedModelTest, ExternModuleTheServerLacksFailsTheLoadNamingIt) {
   EXPECT_NE(model.status().message().find("needs_missing_module.mpk"), std::string::npos);
 }
 
-TEST(PackagedModelTest, ModelExceptionIsAPythonError) {
+TEST(PythonModelTest, ModelExceptionIsAPythonError) {
   auto pool = MakeModelPool(1);
   ASSERT_NE(pool, nullptr);
-  auto model = PackagedModel::Load(pool.get(), ArchivePath("two_io"));
+  auto model = PythonModel::Load(pool.get(), ArchivePath("two_io"));
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   // Wrong shapes: the model's own code raises; the pool keeps serving.
   EXPECT_THROW((*model)->Call({Value(at::ones({3})), Value(at::ones({5}, at::kLong))}),
@@ -156,13 +156,13 @@ TEST(PackagedModelTest, ModelExceptionIsAPythonError) {
 // make soak found every reload keeping the old model resident: torch.package's
 // linecache entries held its importer (modules, storages) for good, and what
 // was freed waited for a full collection that an idle interpreter never runs.
-TEST(PackagedModelTest, UnloadingFreesTheModelsImporterInEveryInterpreter) {
+TEST(PythonModelTest, UnloadingFreesTheModelsImporterInEveryInterpreter) {
   auto pool = MakeModelPool(2);
   ASSERT_NE(pool, nullptr);
   const std::string importers =
       "sum(type(o).__name__ == 'PackageImporter' for o in __import__('gc').get_objects())";
   for (int reload = 0; reload < 3; ++reload) {
-    auto model = PackagedModel::Load(pool.get(), ArchivePath("text_classifier"));
+    auto model = PythonModel::Load(pool.get(), ArchivePath("text_classifier"));
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     auto s = pool->AcquireAt(1);
     EXPECT_EQ(s.Eval(importers).ToValue().to_int(), 1);
@@ -175,7 +175,7 @@ TEST(PackagedModelTest, UnloadingFreesTheModelsImporterInEveryInterpreter) {
   }
 }
 
-TEST(PackagedModelTest, OpenLoadsNowherePrepareLoadsOneInterpreterReleaseFreesIt) {
+TEST(PythonModelTest, OpenLoadsNowherePrepareLoadsOneInterpreterReleaseFreesIt) {
   auto pool = MakeModelPool(2);
   ASSERT_NE(pool, nullptr);
   const std::string importers =
@@ -186,7 +186,7 @@ TEST(PackagedModelTest, OpenLoadsNowherePrepareLoadsOneInterpreterReleaseFreesIt
   };
   auto archive = PackageArchive::Open(ArchivePath("text_classifier"));
   ASSERT_TRUE(archive.ok()) << archive.status().ToString();
-  auto model = PackagedModel::Open(pool.get(), std::move(*archive));
+  auto model = PythonModel::Open(pool.get(), std::move(*archive));
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   EXPECT_EQ(count(0), 0);
   EXPECT_EQ(count(1), 0);
@@ -202,13 +202,13 @@ TEST(PackagedModelTest, OpenLoadsNowherePrepareLoadsOneInterpreterReleaseFreesIt
   EXPECT_EQ(count(0), 0);
 }
 
-TEST(PackagedModelTest, OpenTouchesNoInterpreterAndPrepareNamesAMissingExternModule) {
+TEST(PythonModelTest, OpenTouchesNoInterpreterAndPrepareNamesAMissingExternModule) {
   auto pool = MakeModelPool(2);
   ASSERT_NE(pool, nullptr);
   auto archive = PackageArchive::Open(std::string(MANYPY_TEST_REPOSITORY) +
                                       "/missing_module/needs_missing_module.mpk");
   ASSERT_TRUE(archive.ok()) << archive.status().ToString();
-  auto model = PackagedModel::Open(pool.get(), std::move(*archive));
+  auto model = PythonModel::Open(pool.get(), std::move(*archive));
   ASSERT_TRUE(model.ok()) << model.status().ToString();  // no Python ran yet
   Status prepared = (*model)->Prepare(1);
   EXPECT_EQ(prepared.code(), StatusCode::kFailedPrecondition) << prepared.ToString();

@@ -1,4 +1,4 @@
-#include "server/models/model_name.h"
+#include "server/lifecycle/model_name.h"
 
 #include <cctype>
 

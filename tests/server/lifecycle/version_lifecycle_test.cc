@@ -1,12 +1,12 @@
 // VersionLifecycle's legal transitions and refusal of every other one, and
 // the availability-preserving reload policy's steps.
-#include "server/models/version_lifecycle.h"
+#include "server/lifecycle/version_lifecycle.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "server/models/reload_policy.h"
+#include "server/lifecycle/reload_policy.h"
 
 namespace manypy {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/models/model_settings.h"
+#include "server/lifecycle/model_settings.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -55,7 +55,6 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
   int64_t execution = m.max_execution_seconds > 0 ? m.max_execution_seconds : defaults.max_execution_seconds;
   int64_t timeout = m.default_timeout_microseconds;
   s.warmup_runs = defaults.warmup_runs;
-  s.dynamic_batching = m.batching.dynamic;
   s.batching = m.batching;
   auto it = defaults.overrides.find(m.name);
   if (it != defaults.overrides.end()) {
@@ -69,12 +68,12 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
       else if (key == "default_timeout_microseconds") timeout = n;
       else if (key == "warmup_runs") s.warmup_runs = n;
       else if (key == "max_queue_delay_microseconds") s.batching.max_queue_delay_microseconds = n;
-      else if (key == "dynamic_batching") s.dynamic_batching = value == "true";
+      else if (key == "dynamic_batching") s.batching.dynamic = value == "true";
     }
   }
-  if (s.dynamic_batching && m.max_batch_size == 0) {
-    return InvalidArgument("model '" + m.name +
-                           "': dynamic batching needs a batch dimension (max_batch_size > 0)");
+  if (std::string problem = DynamicBatchingProblem(s.batching.dynamic, m.max_batch_size);
+      !problem.empty()) {
+    return InvalidArgument("model '" + m.name + "': " + problem + " (a batch dimension)");
   }
   if (queue < 1) return InvalidArgument("model '" + m.name + "': max_queue_size must be >= 1");
   s.instance_count = instances == 0 ? interpreters

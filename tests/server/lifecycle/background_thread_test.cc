@@ -1,6 +1,6 @@
 // BackgroundThread: tasks run in order on one lower-priority thread, each
 // caller gets its own task's exception, and nothing queued is dropped at stop.
-#include "server/models/background_thread.h"
+#include "server/lifecycle/background_thread.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

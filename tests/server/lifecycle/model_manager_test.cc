@@ -1,7 +1,7 @@
 // The ModelManager with fake models (no Python, no sockets): loads at start, broken archives
 // and failed loads in the index, reloads and unloads that fail no request and unload a
 // version on the manager's thread once drained, per-model settings, warm-up.
-#include "server/models/model_manager.h"
+#include "server/lifecycle/model_manager.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -20,6 +20,7 @@
 #include "tests/test_util/fake_executable.h"
 #include "tests/test_util/fake_loader.h"
 #include "tests/test_util/request_builder.h"
+#include "tests/test_util/test_archives.h"
 
 namespace manypy {
 namespace {
@@ -29,18 +30,9 @@ using testing::Answers;
 using testing::FakeExecutable;
 using testing::FakeLoader;
 using testing::MakeRequest;
+using testing::TestManifest;
 
 constexpr size_t kSlots = 2;
-
-Manifest TestManifest(const std::string& name, int64_t version) {
-  Manifest m;
-  m.name = name;
-  m.version = version;
-  m.max_batch_size = 8;
-  m.inputs = {{"IN", "FP32", {2}}};
-  m.outputs = {{"OUT", "FP32", {2}}};
-  return m;
-}
 
 /// Calls wait here until the test opens it or lets them through one by one
 /// (at most 20 s, so a failing test cannot hang the dispatcher's shutdown).
@@ -272,11 +264,7 @@ class ModelManagerTest : public ::testing::Test {
 
   /// Writes a minimal valid archive (manifest + entry-point pickle) for `m`.
   std::string WriteArchive(const std::string& file, const Manifest& m) {
-    testing::ZipBuilder zip;
-    zip.Add(m.name + "/manypy/manifest.json", ManifestToJson(m));
-    zip.Add(m.name + "/model/model.pkl", "not really a pickle");
-    testing::WriteFile(dir_.File(file), zip.Finish());
-    return dir_.File(file);
+    return testing::WriteTestArchive(dir_, file, m);
   }
 
   /// Starts the manager on the temp repository with the fake loader.
@@ -674,7 +662,7 @@ TEST_F(ModelManagerTest, PerModelOverridesReachTheModelsSettings) {
   ASSERT_NE(tuned, nullptr);
   const ModelSettings& t = tuned->settings();
   EXPECT_EQ(t.instance_count, 2u);
-  EXPECT_TRUE(t.dynamic_batching);
+  EXPECT_TRUE(t.batching.dynamic);
   EXPECT_EQ(t.batching.max_queue_delay_microseconds, 700);
   EXPECT_EQ(t.max_queue_size, 5u);
   EXPECT_EQ(tuned->queue()->limits().instance_count, 2u);  // what the dispatcher enforces
@@ -682,7 +670,7 @@ TEST_F(ModelManagerTest, PerModelOverridesReachTheModelsSettings) {
   std::shared_ptr<Model> plain = Serving("plain");
   ASSERT_NE(plain, nullptr);
   EXPECT_EQ(plain->settings().instance_count, 4u);  // manifest 0: one per interpreter
-  EXPECT_FALSE(plain->settings().dynamic_batching);
+  EXPECT_FALSE(plain->settings().batching.dynamic);
   EXPECT_EQ(plain->settings().max_queue_size, 256u);
 
   // An override that does not fit the model fails its load, naming why.

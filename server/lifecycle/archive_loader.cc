@@ -1,7 +1,7 @@
-#include "server/models/archive_loader.h"
+#include "server/lifecycle/archive_loader.h"
 
-#include "server/models/packaged_model.h"
-#include "server/models/torchscript_model.h"
+#include "server/lifecycle/python_model.h"
+#include "server/lifecycle/torchscript_model.h"
 
 namespace manypy {
 
@@ -15,7 +15,7 @@ StatusOr<std::shared_ptr<Executable>> LoadArchive(InterpreterPool* pool, const s
     if (!loaded.ok()) return loaded.status();
     return std::shared_ptr<Executable>(std::move(*loaded));
   }
-  auto loaded = PackagedModel::Open(pool, std::move(*archive));
+  auto loaded = PythonModel::Open(pool, std::move(*archive));
   if (!loaded.ok()) return loaded.status();
   return std::shared_ptr<Executable>(std::move(*loaded));
 }

@@ -1,4 +1,4 @@
-#include "server/models/warmup.h"
+#include "server/lifecycle/warmup.h"
 
 #include <ATen/ATen.h>
 

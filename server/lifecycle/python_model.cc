@@ -1,11 +1,11 @@
-#include "server/models/packaged_model.h"
+#include "server/lifecycle/python_model.h"
 
 #include <ATen/Context.h>
 
 #include <thread>
 
 #include "interpreters/python_error.h"
-#include "server/models/model_runtime_source.h"
+#include "server/lifecycle/model_runtime_source.h"
 
 namespace manypy {
 namespace {
@@ -40,18 +40,18 @@ Value OutputNames(const Manifest& m) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(InterpreterPool* pool,
+StatusOr<std::unique_ptr<PythonModel>> PythonModel::Load(InterpreterPool* pool,
                                                             const std::string& archive_path) {
   auto archive = PackageArchive::Open(archive_path);
   if (!archive.ok()) return archive.status();
   return Load(pool, std::move(*archive));
 }
 
-StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(
+StatusOr<std::unique_ptr<PythonModel>> PythonModel::Load(
     InterpreterPool* pool, std::unique_ptr<PackageArchive> archive) {
   auto opened = Open(pool, std::move(archive));
   if (!opened.ok()) return opened.status();
-  std::unique_ptr<PackagedModel> model = std::move(*opened);
+  std::unique_ptr<PythonModel> model = std::move(*opened);
   // Every interpreter at once: nothing else runs on them yet.
   std::vector<Status> results(pool->size());
   std::vector<std::thread> threads;
@@ -65,7 +65,7 @@ StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Load(
   return model;
 }
 
-StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Open(
+StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
     InterpreterPool* pool, std::unique_ptr<PackageArchive> archive) {
   const std::string archive_path = archive->path();
   if (archive->manifest().platform != kPythonPlatform)
@@ -99,11 +99,11 @@ StatusOr<std::unique_ptr<PackagedModel>> PackagedModel::Open(
     return s.Global("functools", "partial").CallWith({infer, model.In(s), s.FromValue(method),
                                                       s.FromValue(names), s.FromValue(device)});
   });
-  return std::unique_ptr<PackagedModel>(new PackagedModel(
+  return std::unique_ptr<PythonModel>(new PythonModel(
       pool, std::move(archive), std::move(*storages), std::move(model), std::move(runner)));
 }
 
-Status PackagedModel::Prepare(size_t slot) {
+Status PythonModel::Prepare(size_t slot) {
   try {
     InterpreterSession session = pool_->AcquireAt(slot);
     runner_.In(session);
@@ -116,7 +116,7 @@ Status PackagedModel::Prepare(size_t slot) {
   }
 }
 
-void PackagedModel::Release(size_t slot) {
+void PythonModel::Release(size_t slot) {
   {
     InterpreterSession session = pool_->AcquireAt(slot);
     runner_.DropIn(session);
@@ -127,7 +127,7 @@ void PackagedModel::Release(size_t slot) {
   released_[slot] = true;
 }
 
-PackagedModel::~PackagedModel() {
+PythonModel::~PythonModel() {
   // A packaged model's modules, classes and functions form reference cycles
   // (function -> module globals -> function), so dropping the last reference
   // frees nothing until that interpreter's cyclic collector runs, which an idle
@@ -140,7 +140,7 @@ PackagedModel::~PackagedModel() {
   }
 }
 
-void PackagedModel::CollectGarbage(size_t slot) {
+void PythonModel::CollectGarbage(size_t slot) {
   try {
     InterpreterSession session = pool_->AcquireAt(slot);
     session.Global("gc", "collect").Call();
@@ -149,18 +149,18 @@ void PackagedModel::CollectGarbage(size_t slot) {
   }
 }
 
-std::vector<Value> PackagedModel::Call(const std::vector<Value>& inputs) const {
+std::vector<Value> PythonModel::Call(const std::vector<Value>& inputs) const {
   Value outputs = runner_.Call({Value::List(inputs)});
   return outputs.items();
 }
 
-StatusOr<std::vector<Value>> PackagedModel::Run(size_t slot, const std::vector<Value>& inputs,
+StatusOr<std::vector<Value>> PythonModel::Run(size_t slot, const std::vector<Value>& inputs,
                                                 InterruptHook* hook) {
   std::string ignored;
   return RunReportingError(slot, inputs, hook, &ignored);
 }
 
-StatusOr<std::vector<Value>> PackagedModel::RunReportingError(size_t slot,
+StatusOr<std::vector<Value>> PythonModel::RunReportingError(size_t slot,
                                                               const std::vector<Value>& inputs,
                                                               InterruptHook* hook,
                                                               std::string* error_type) {

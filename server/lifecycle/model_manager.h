@@ -15,11 +15,11 @@
 #include "common/status.h"
 #include "interpreters/pool.h"
 #include "server/inference/dispatcher.h"
-#include "server/models/background_thread.h"
-#include "server/models/model.h"
-#include "server/models/model_name.h"
-#include "server/models/model_repository.h"
-#include "server/models/version_lifecycle.h"
+#include "server/lifecycle/background_thread.h"
+#include "server/lifecycle/model.h"
+#include "server/lifecycle/model_name.h"
+#include "server/lifecycle/model_repository.h"
+#include "server/lifecycle/version_lifecycle.h"
 
 namespace manypy {
 
@@ -50,7 +50,7 @@ class ModelManager {
     ArchiveLimits archive_limits;             ///< archives over them are refused at load
     /// Turns one archive into what the dispatcher runs and fills `manifest`
     /// (validated). Called on the loading thread, never under the manager's
-    /// locks. Empty: PackagedModel::Load into the pool. Tests inject fakes here.
+    /// locks. Empty: PythonModel::Load into the pool. Tests inject fakes here.
     using Loader = std::function<StatusOr<std::shared_ptr<Executable>>(
         const std::string& archive_path, Manifest* manifest)>;
     Loader loader = nullptr;
