@@ -39,13 +39,27 @@ class Dockerfile(unittest.TestCase):
         self.assertIn("tools/debian-packages.txt", copied)
 
     def test_install_deps_selections_equal_the_list(self):
-        listed = d.package_list()
-        self.assertEqual(d.install_deps_list(), [n for n, _ in listed])
-        self.assertEqual(d.install_deps_list("--image-build"), [n for n, w in listed if "test" not in w])
-        self.assertEqual(d.install_deps_list("--runtime", "libextra1"),
-                         [n for n, w in listed if "runtime" in w] + ["libextra1"])
-        for name, words in listed:
-            self.assertLessEqual(words, {"runtime", "test"} | {w for w in words if w.startswith("command=")})
+        for release in ("12", "13"):
+            listed = [(n, w) for n, w in d.package_list()
+                      if not any(x.startswith("release=") and x != "release=" + release for x in w)]
+            env = {"MANYPY_DEBIAN_RELEASE": release}
+            self.assertEqual(d.install_deps_list(env=env), [n for n, _ in listed])
+            self.assertEqual(d.install_deps_list("--image-build", env=env),
+                             [n for n, w in listed if "test" not in w])
+            self.assertEqual(d.install_deps_list("--runtime", "libextra1", env=env),
+                             [n for n, w in listed if "runtime" in w] + ["libextra1"])
+        for name, words in d.package_list():
+            self.assertLessEqual(words, {"runtime", "test", "release=12", "release=13"}
+                                 | {w for w in words if w.startswith("command=")})
+
+    def test_install_deps_picks_each_releases_libpython(self):
+        self.assertIn("libpython3.11-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "12"}))
+        self.assertNotIn("libpython3.13-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "12"}))
+        self.assertIn("libpython3.13-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "13"}))
+        r = subprocess.run(["bash", os.path.join(d.SOURCE, "tools", "install-deps.sh"), "--list"],
+                           env={**os.environ, "MANYPY_DEBIAN_RELEASE": "11"}, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("Debian release '11'", r.stderr)
 
     def test_runtime_selection_has_no_compiler_or_dev_package(self):
         runtime = d.install_deps_list("--runtime")
