@@ -100,6 +100,7 @@ case "$cwd" in "$here" | "$here"/*) ;; *) cwd="$here" ;; esac
 exec chroot "$root" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   CCACHE_DIR="${CCACHE_DIR:-/root/.ccache}" CCACHE_BASEDIR="$here" \
+  NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
   MANYPY_IN_DEBIAN13=1 /bin/bash -c 'cd "$0" && exec "$@"' "$cwd" "$@"
 EOF
 }
@@ -115,9 +116,25 @@ update() {
   echo "$sum" >"$stamp"
 }
 
+# The host's own extra CA certificates (a proxy's, say) are trusted in the
+# root too, as its resolv.conf is used: copied when they change, then
+# update-ca-certificates there.
+sync_certificates() {
+  local src=/usr/local/share/ca-certificates dst="$root/usr/local/share/ca-certificates"
+  [[ -d "$src" ]] || return 0
+  if ! diff -rq "$src" "$dst" >/dev/null 2>&1; then
+    mkdir -p "$dst"
+    rm -rf "${dst:?}"/*
+    cp -a "$src"/. "$dst"/
+    [[ -x "$root/usr/sbin/update-ca-certificates" ]] && in_root /usr/sbin/update-ca-certificates >/dev/null
+  fi
+  return 0
+}
+
 ensure() {
   [[ -d "$root/usr" ]] || bootstrap
   update
+  sync_certificates
 }
 
 cmd="${1:-}"

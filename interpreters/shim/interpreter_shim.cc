@@ -273,6 +273,11 @@ manypy_shim_create(const manypy::shim::ShimConfig* config, std::string* error) {
     Boot(g_config);
   } catch (const manypy::PythonError& e) {
     *error = "interpreter boot failed: " + std::string(e.what()) + "\n" + e.traceback();
+    // Finalized here, on the thread that initialised it, rather than left
+    // with its GIL held by a thread that is about to end: torch 2.6's
+    // libtorch_python takes the GIL in a static destructor at process exit,
+    // which then waited forever (PoolErrorsTest.FailingPreload...).
+    Py_FinalizeEx();
     return nullptr;
   }
   PyEval_SaveThread();  // the creating thread releases the GIL; sessions take it
