@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving soak clean
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving soak clean
 
 all: build
 
@@ -20,6 +20,15 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+# The same suite on Debian 13 (PyTorch 2.6, Python 3.13): in a Debian 13 root
+# that tools/debian13.sh makes once with debootstrap (then reuses and updates),
+# built in its own folder. CTEST_ARGS narrows it (e.g. -R 'Pool|Archive').
+BUILD13 ?= build-debian13
+CTEST_ARGS ?=
+test-debian13: deps
+	./tools/debian13.sh run $(MAKE) build BUILD=$(BUILD13) JOBS=$(JOBS) CMAKE_FLAGS='$(CMAKE_FLAGS)'
+	./tools/debian13.sh run ctest --test-dir $(BUILD13) --output-on-failure --timeout 900 $(CTEST_ARGS)
 
 # Packages the example models, then serves them (gRPC on port 8001, HTTP on 8000; Ctrl-C stops).
 serve: models

@@ -40,7 +40,7 @@ using Edit = std::vector<std::string>;
 StatusOr<std::unique_ptr<ImagePreparer>> ImagePreparer::Create(Options options) {
   if (!IsFile(options.libpython)) {
     return NotFound("libpython not found at " + options.libpython +
-                    " (install libpython3.11 or set PoolOptions::libpython)");
+                    " (install the libpython3.X package of tools/debian-packages.txt, or set PoolOptions::libpython)");
   }
   if (!IsFile(options.shim_library)) {
     return NotFound("interpreter shim library not found at " + options.shim_library +

@@ -26,7 +26,7 @@ class ImagePreparer {
  public:
   struct Options {
     std::string cache_dir;
-    std::string libpython;  ///< the system libpython3.11.so.1.0
+    std::string libpython;  ///< the system libpython (libpython3.11.so.1.0 on Debian 12, 3.13 on 13)
     std::string shim_library;
     std::string patchelf = "patchelf";
   };

@@ -10,6 +10,8 @@
 
 #include "interpreters/pool_state.h"
 #include "interpreters/thread_policy.h"
+#include "interpreters/torch_hooks.h"
+#include "interpreters/torch_version.h"
 
 namespace manypy {
 namespace detail {
@@ -55,6 +57,7 @@ PoolOptions WithDefaults(PoolOptions o) {
 
 StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions options) {
   options = WithDefaults(std::move(options));
+  MANYPY_RETURN_IF_ERROR(CheckTorchHooksActive());
   // Process-wide: every interpreter shares libtorch's intra-op thread pool.
   at::set_num_threads(options.intra_op_threads);
 
@@ -79,6 +82,16 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
   // Interpreter 0 first and alone: it makes the process-global registrations.
   std::vector<StatusOr<std::unique_ptr<Interpreter>>> started;
   started.push_back(start(0));
+  // The torch the interpreters import must be one the pool is safe on (and
+  // the one manypy was built against), checked before a second interpreter
+  // loads its copy of libtorch_python.
+  if (started[0].ok() && !options.preload_modules.empty() && options.preload_modules[0] == "torch") {
+    shim::InterpreterShim& shim = (*started[0])->shim();
+    int gil = shim.AcquireGil();
+    Status torch_ok = CheckImportedTorch(shim);
+    shim.ReleaseGil(gil);
+    if (!torch_ok.ok()) started[0] = torch_ok;
+  }
   if (owner && !started[0].ok()) g_registrations_claimed = false;  // let a later pool try
   for (size_t i = 1; i < options.interpreters; ++i) started.push_back(Internal("not started"));
   if (started[0].ok() && options.parallel_start) {

@@ -11,7 +11,9 @@ it, each run too). One archive per model, version 1, entry point
 kind "pickle", the model's module interned. An archive newer than its model
 module and the packaging tool is kept (prints "up to date"); --force
 rebuilds. Archives are written to a temporary file and renamed, and their
-bytes are deterministic, so reruns are idempotent.
+bytes are deterministic, so reruns are idempotent. A model module with a
+supported() function that returns a reason (tiny_decoder on PyTorch < 2.4)
+is skipped, and the reason printed.
 """
 import argparse
 import importlib
@@ -40,6 +42,7 @@ MODELS = (
     "fasterrcnn_mobilenet_v3_large_320_fpn",
     "deeplabv3_mobilenet_v3_large",
     "wav2vec2_base",
+    "tiny_decoder",
 )
 
 
@@ -93,6 +96,12 @@ def package_model(name, out_dir, force=False, torchscript=False):
     return path, manifest
 
 
+def unsupported(name):
+    """Why this Python's torch cannot build model `name`, or None."""
+    module = load(name)
+    return module.supported() if hasattr(module, "supported") else None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="the model repository folder to fill")
@@ -108,6 +117,10 @@ def main(argv=None):
     start = time.monotonic()
     for name in args.only or MODELS:
         t0 = time.monotonic()
+        why = unsupported(name)
+        if why:
+            print(f"{name:<20} skipped: {why}", flush=True)
+            continue
         path, manifest = package_model(name, args.out, args.force, args.torchscript)
         size = os.path.getsize(path)
         state = "up to date" if manifest is None else f"{time.monotonic() - t0:.1f} s"

@@ -29,6 +29,23 @@ def build():
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(2)
         model = torchaudio.models.wav2vec2_base()
+    # torchaudio 2.x puts weight_norm on the positional convolution as a
+    # parametrization, which pickling refuses ("Serialization of parametrized
+    # modules is only supported through state_dict()"): fold it into a plain
+    # weight (the same values; inference only), and drop the local
+    # load_state_dict hook weight_norm left (it converts old checkpoints, and
+    # a local function cannot be pickled). torchaudio 0.13 has neither.
+    parametrize = getattr(torch.nn.utils, "parametrize", None)
+    if parametrize is not None:
+        for module in model.modules():
+            if not parametrize.is_parametrized(module):
+                continue
+            for name in list(module.parametrizations):
+                parametrize.remove_parametrizations(module, name, leave_parametrized=True)
+            hooks = module._load_state_dict_pre_hooks
+            for key in [k for k, h in hooks.items()
+                        if "_weight_norm_compat_hook" in getattr(getattr(h, "hook", h), "__qualname__", "")]:
+                del hooks[key]
     return model.eval()
 
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 #include <set>
 
 #include "common/datatype.h"
@@ -132,6 +134,35 @@ Status ParseEntryPoint(const JsonFields& top, EntryPoint* ep) {
   return Status::Ok();
 }
 
+// "1.13.1", "2.6.0+debian", "3.13.5": digits and dots first, then an optional local tag.
+bool VersionString(const std::string& v) {
+  if (v.empty() || v.size() > 64 || !std::isdigit(static_cast<unsigned char>(v[0]))) return false;
+  return std::all_of(v.begin(), v.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '.' || c == '+' || c == '-' || c == '_';
+  });
+}
+
+Status ParsePackagedWith(const JsonFields& top, PackagedWith* out) {
+  StatusOr<const json*> obj = top.Object("packaged_with", true);
+  if (!obj.ok()) return obj.status();
+  JsonFields f(top.archive(), **obj, "packaged_with.");
+  MANYPY_RETURN_IF_ERROR(f.Only({"torch", "python", "manypy"}));
+  for (auto [key, value] : {std::pair{"torch", &out->torch}, std::pair{"python", &out->python},
+                            std::pair{"manypy", &out->manypy}}) {
+    MANYPY_RETURN_IF_ERROR(f.String(key, true, value));
+    if (!VersionString(*value))
+      return f.Error(key, "'" + *value + "' is not a version (e.g. 2.6.0 or 2.6.0+debian)");
+  }
+  return Status::Ok();
+}
+
+// {major, minor} of "2.6.0+debian"; {-1, -1} when it does not start with N.N.
+std::pair<int, int> MajorMinor(const std::string& v) {
+  int major = -1, minor = -1;
+  if (sscanf(v.c_str(), "%d.%d", &major, &minor) != 2) return {-1, -1};
+  return {major, minor};
+}
+
 }  // namespace
 
 std::string DynamicBatchingProblem(bool dynamic, int64_t max_batch_size) {
@@ -177,14 +208,18 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
   Manifest m;
   // The version first: a newer manifest should say so, not fail on its new fields.
   MANYPY_RETURN_IF_ERROR(f.Int("schema_version", true, &m.schema_version));
-  if (m.schema_version != 1)
+  if (m.schema_version < 1 || m.schema_version > kManifestSchemaVersion)
     return f.Error("schema_version", "unsupported schema version " +
                                          std::to_string(m.schema_version) +
-                                         " (this reader knows 1)");
-  MANYPY_RETURN_IF_ERROR(
-      f.Only({"schema_version", "name", "version", "platform", "entry_point", "method", "inputs",
-              "outputs", "max_batch_size", "batching", "instance_count", "max_queue_size",
-              "max_execution_seconds", "default_timeout_microseconds", "device", "description"}));
+                                         " (this reader knows 1 to " +
+                                         std::to_string(kManifestSchemaVersion) + ")");
+  std::vector<std::string> fields = {
+      "schema_version", "name", "version", "platform", "entry_point", "method", "inputs",
+      "outputs", "max_batch_size", "batching", "instance_count", "max_queue_size",
+      "max_execution_seconds", "default_timeout_microseconds", "device", "description"};
+  if (m.schema_version >= 2) fields.push_back("packaged_with");
+  MANYPY_RETURN_IF_ERROR(f.Only(fields));
+  if (m.schema_version >= 2) MANYPY_RETURN_IF_ERROR(ParsePackagedWith(f, &m.packaged_with));
   MANYPY_RETURN_IF_ERROR(f.String("name", true, &m.name));
   if (!Charset(m.name, 128, "_.-") || m.name[0] == '.')
     return f.Error("name", "'" + m.name +
@@ -231,6 +266,21 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
     return f.Error("device", "unknown device '" + m.device + "' (expected cpu, cuda or cuda:N)");
   MANYPY_RETURN_IF_ERROR(f.String("description", false, &m.description));
   return m;
+}
+
+Status CheckPackagedTorch(const Manifest& manifest, const std::string& server_torch,
+                          const std::string& archive_for_errors) {
+  const PackagedWith& p = manifest.packaged_with;
+  if (p.torch.empty()) return Status::Ok();  // schema version 1: nothing recorded
+  auto archive = MajorMinor(p.torch);
+  auto server = MajorMinor(server_torch);
+  if (archive.first < 0 || server.first < 0 || archive <= server) return Status::Ok();
+  return FailedPrecondition(archive_for_errors + ": packaged with PyTorch " + p.torch +
+                            " (Python " + p.python + ", manypy " + p.manypy +
+                            "), but this server runs PyTorch " + server_torch +
+                            ": an archive needs a PyTorch at least as new as the one it was "
+                            "packaged with (repackage it under PyTorch " + server_torch +
+                            ", or serve it from a newer manypy image)");
 }
 
 bool IsValidDatatype(const std::string& datatype) { return FindDatatype(datatype) != nullptr; }

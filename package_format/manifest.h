@@ -1,5 +1,5 @@
 // Manifest: the typed form of an archive's manypy/manifest.json (package_format/SCHEMA.md,
-// schema version 1), its validating parser and its writer. Plain values and pure functions:
+// schema versions 1 and 2), its validating parser and its writer. Plain values and pure functions:
 // safe to use from any thread.
 #pragma once
 
@@ -43,8 +43,19 @@ struct EntryPoint {
 inline constexpr const char* kPythonPlatform = "manypy_python";
 inline constexpr const char* kTorchScriptPlatform = "torchscript";
 
+/// What an archive was packaged with (schema version 2; all empty in version 1 archives).
+struct PackagedWith {
+  std::string torch;   ///< torch.__version__, e.g. "2.6.0+debian"
+  std::string python;  ///< e.g. "3.13.5"
+  std::string manypy;  ///< manypy.__version__ of the packaging tool
+  bool operator==(const PackagedWith& o) const;
+};
+
+/// The newest manifest schema this reader knows (it reads every version from 1 up).
+inline constexpr int64_t kManifestSchemaVersion = 2;
+
 struct Manifest {
-  int64_t schema_version = 1;
+  int64_t schema_version = 1;  ///< 2 (kManifestSchemaVersion) records packaged_with
   std::string name;
   int64_t version = 1;
   std::string platform = "manypy_python";
@@ -60,6 +71,7 @@ struct Manifest {
   int64_t default_timeout_microseconds = 0;  ///< deadline of requests without one; 0 = none
   std::string device = "cpu";  ///< "cpu", "cuda" or "cuda:N"
   std::string description;
+  PackagedWith packaged_with;  ///< required from schema version 2
   bool operator==(const Manifest& o) const;
 };
 
@@ -78,6 +90,13 @@ std::string ManifestToJson(const Manifest& manifest);
 /// requests can only be joined along a batch dimension, so `dynamic` needs
 /// max_batch_size > 0. Empty when it holds, else why not.
 std::string DynamicBatchingProblem(bool dynamic, int64_t max_batch_size);
+
+/// Ok when a server running PyTorch `server_torch` (e.g. "1.13.1") can load an archive
+/// with `manifest`: one packaged under a newer major.minor PyTorch cannot be (its pickles
+/// may name classes and arguments an older torch lacks), which is FAILED_PRECONDITION
+/// naming the archive and both versions. Version 1 archives (no packaged_with) load.
+Status CheckPackagedTorch(const Manifest& manifest, const std::string& server_torch,
+                          const std::string& archive_for_errors);
 
 /// True for the Open Inference Protocol datatype names SCHEMA.md allows (those of
 /// common/datatype.h's table).

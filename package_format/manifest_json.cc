@@ -44,6 +44,10 @@ std::string ManifestToJson(const Manifest& m) {
       {"default_timeout_microseconds", m.default_timeout_microseconds},
       {"device", m.device},
       {"description", m.description}};
+  if (m.schema_version >= 2)
+    j["packaged_with"] = {{"torch", m.packaged_with.torch},
+                          {"python", m.packaged_with.python},
+                          {"manypy", m.packaged_with.manypy}};
   // Replace rather than throw on invalid UTF-8 in hand-built manifests.
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
@@ -60,14 +64,18 @@ bool EntryPoint::operator==(const EntryPoint& o) const {
          std::tie(o.kind, o.package, o.resource, o.module, o.function, o.weights_package,
                   o.weights_resource);
 }
+bool PackagedWith::operator==(const PackagedWith& o) const {
+  return std::tie(torch, python, manypy) == std::tie(o.torch, o.python, o.manypy);
+}
 bool Manifest::operator==(const Manifest& o) const {
   return std::tie(schema_version, name, version, platform, entry_point, method, inputs, outputs,
                   max_batch_size, batching, instance_count, max_queue_size,
-                  max_execution_seconds, default_timeout_microseconds, device, description) ==
+                  max_execution_seconds, default_timeout_microseconds, device, description,
+                  packaged_with) ==
          std::tie(o.schema_version, o.name, o.version, o.platform, o.entry_point, o.method,
                   o.inputs, o.outputs, o.max_batch_size, o.batching, o.instance_count, o.max_queue_size,
                   o.max_execution_seconds, o.default_timeout_microseconds, o.device,
-                  o.description);
+                  o.description, o.packaged_with);
 }
 
 }  // namespace manypy

@@ -7,8 +7,27 @@
 #   tools/install-deps.sh --runtime [PKG...]  those marked `runtime`, plus PKG
 #                                          (the image's runtime stage)
 #   --list before any of these prints the selected names instead.
+# Lines marked release=N are taken only on Debian N (VERSION_ID in
+# /etc/os-release, or MANYPY_DEBIAN_RELEASE); Debian 12 and 13 are supported.
 set -euo pipefail
 list="$(dirname "$0")/debian-packages.txt"
+release="${MANYPY_DEBIAN_RELEASE:-}"
+if [[ -z "$release" ]]; then
+  release="$(. /etc/os-release 2>/dev/null && echo "${VERSION_ID:-}")"
+  if [[ -z "$release" ]]; then  # testing/sid have no VERSION_ID; name the codename's release
+    case "$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")" in
+      bookworm) release=12 ;;
+      trixie) release=13 ;;
+    esac
+  fi
+fi
+case "$release" in
+  12 | 13) ;;
+  *)
+    echo "install-deps: Debian release '${release:-unknown}' (/etc/os-release) is not one the list supports (12, 13); set MANYPY_DEBIAN_RELEASE to pick one" >&2
+    exit 2
+    ;;
+esac
 print=0
 if [[ "${1:-}" == "--list" ]]; then
   print=1
@@ -29,11 +48,12 @@ selected=()
 skip_if_command=()
 while read -r pkg words; do
   [[ -z "$pkg" || "$pkg" == \#* ]] && continue
-  runtime=0 test=0 command=""
+  runtime=0 test=0 command="" only=""
   for word in $words; do
     case "$word" in
       runtime) runtime=1 ;;
       test) test=1 ;;
+      release=12 | release=13) only="${word#release=}" ;;
       command=*) command="${word#command=}" ;;
       *)
         echo "install-deps: $list: unknown word '$word' after $pkg" >&2
@@ -41,6 +61,7 @@ while read -r pkg words; do
         ;;
     esac
   done
+  [[ -n "$only" && "$only" != "$release" ]] && continue
   case "$mode" in
     --image-build) ((test)) && continue ;;
     --runtime) ((runtime)) || continue ;;

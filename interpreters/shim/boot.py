@@ -23,21 +23,52 @@ class _CopiedExtensionLoader(importlib.machinery.ExtensionFileLoader):
         module.__file__ = self.original
 
 
-class _NoRegistrationLibrary:
+def _no_registration_library(Library):
     """torch.library.Library for interpreters other than the first.
 
     Registrations made by Python go into the one process-wide dispatcher;
     interpreter 0 already made them, and a second DEF of the same operator
-    raises. Other interpreters keep the API but register nothing."""
+    raises. Other interpreters keep the API but register nothing. A subclass of
+    the real Library: torch 2.x's torch.library.impl / define dispatch on the
+    type (functools.singledispatch), e.g. torch.distributed.fsdp's
+    `@torch.library.impl(lib, "copy_", "Meta")` at `import torch._dynamo`."""
 
-    def __init__(self, ns, kind, dispatch_key=""):
-        self.ns, self.kind, self.dispatch_key, self.m = ns, kind, dispatch_key, None
+    class _NoRegistrationLibrary(Library):
+        def __init__(self, ns, kind, dispatch_key=""):
+            self.ns, self.kind, self.dispatch_key, self.m = ns, kind, dispatch_key, None
+            self._op_defs, self._op_impls, self._registration_handles = set(), set(), []
 
-    def define(self, schema, alias_analysis=""):
-        return schema.split("(")[0]
+        def define(self, schema, alias_analysis="", *, tags=()):
+            # torch 2.x: define the schema if the first interpreter has not
+            # (yet), so torch.ops.<ns>.<name> resolves here; kernels stay the
+            # first interpreter's (impl below registers none).
+            schema = schema.strip()
+            name = schema.split("(")[0].strip()
+            if hasattr(_manypy, "define_operator"):
+                _manypy.define_operator(schema if "::" in name else f"{self.ns}::{schema}")
+            return name
 
-    def impl(self, op_name, fn, dispatch_key=""):
-        pass
+        def impl(self, op_name, fn, dispatch_key="", *args, **kwargs):
+            pass
+
+        def fallback(self, *args, **kwargs):
+            pass
+
+        # torch 2.x: registers a Meta kernel through a Library of its own and
+        # refuses an operator that interpreter 0 already gave one
+        # (torch/_library/fake_impl.py).
+        def _register_fake(self, *args, **kwargs):
+            pass
+
+        def _impl_with_aoti_compile(self, *args, **kwargs):
+            pass
+
+        def _destroy(self):
+            pass
+
+    _NoRegistrationLibrary.__name__ = _NoRegistrationLibrary.__qualname__ = "Library"
+    _NoRegistrationLibrary.__module__ = Library.__module__
+    return _NoRegistrationLibrary
 
 
 def _without_registrations(loader):
@@ -45,7 +76,7 @@ def _without_registrations(loader):
 
     def exec_module(module):
         run(module)
-        module.Library = _NoRegistrationLibrary
+        module.Library = _no_registration_library(module.Library)
 
     loader.exec_module = exec_module
 
@@ -76,7 +107,7 @@ _lazy_loaders = {}
 # Imported lazily here: PoolOptions::lazy_modules and, in every interpreter but
 # the one that makes the process-global registrations (and only when lazy
 # imports are on), torch._meta_registrations: there its torch.library
-# registrations are no-ops (_NoRegistrationLibrary), so running it at
+# registrations are no-ops (_no_registration_library), so running it at
 # `import torch` would only build Python objects (its meta kernels, torch._refs,
 # torch._prims, about 9 MiB) that nothing in eager execution uses.
 _lazy_names = frozenset(_manypy.lazy_modules) | (

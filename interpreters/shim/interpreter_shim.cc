@@ -5,7 +5,13 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+
+#if MANYPY_TORCH_HOOKS
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/jit/frontend/function_schema_parser.h>
+#endif
 
 #include "interpreters/python_error.h"
 #include "interpreters/shim/boot_source.h"
@@ -50,9 +56,41 @@ PyObject* PrepareExtension(PyObject*, PyObject* args) {
   return PyUnicode_FromString(out);
 }
 
+#if MANYPY_TORCH_HOOKS
+// Defines the operator schema `schema` ("ns::name.overload(...) -> ...") in
+// the process-wide dispatcher unless it is defined already; True when this
+// call defined it. For the torch.library stand-in of interpreters other than
+// the first: a schema is C++ data, no Python object, so any interpreter may
+// define it, and torch.ops.ns.name then resolves in every interpreter even
+// when the first has not imported the module that defines it (torch 2.6's
+// torch.distributed.fsdp defines fsdp::copy_ at `import torchvision`).
+PyObject* DefineOperator(PyObject*, PyObject* args) {
+  const char* schema;
+  if (!PyArg_ParseTuple(args, "s", &schema)) return nullptr;
+  // The handles are kept for the life of the process: libtorch outlives interpreters.
+  static std::mutex mu;
+  static auto* handles = new std::vector<c10::RegistrationHandleRAII>();
+  try {
+    c10::FunctionSchema parsed = torch::jit::parseSchema(schema);
+    std::lock_guard<std::mutex> lock(mu);
+    if (c10::Dispatcher::singleton().findSchema(parsed.operator_name())) Py_RETURN_FALSE;
+    handles->push_back(c10::Dispatcher::singleton().registerDef(std::move(parsed),
+                                                                kStandInDefinitionDebug, {}));
+  } catch (const std::exception& e) {
+    PyErr_Format(PyExc_RuntimeError, "manypy could not define operator %s: %s", schema, e.what());
+    return nullptr;
+  }
+  Py_RETURN_TRUE;
+}
+#endif
+
 PyMethodDef kManypyMethods[] = {
     {"prepare_extension", PrepareExtension, METH_VARARGS,
      "prepare_extension(name, origin) -> path of this interpreter's copy"},
+#if MANYPY_TORCH_HOOKS
+    {"define_operator", DefineOperator, METH_VARARGS,
+     "define_operator(schema) -> True if this call defined it (else it was defined already)"},
+#endif
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -235,6 +273,11 @@ manypy_shim_create(const manypy::shim::ShimConfig* config, std::string* error) {
     Boot(g_config);
   } catch (const manypy::PythonError& e) {
     *error = "interpreter boot failed: " + std::string(e.what()) + "\n" + e.traceback();
+    // Finalized here, on the thread that initialised it, rather than left
+    // with its GIL held by a thread that is about to end: torch 2.6's
+    // libtorch_python takes the GIL in a static destructor at process exit,
+    // which then waited forever (PoolErrorsTest.FailingPreload...).
+    Py_FinalizeEx();
     return nullptr;
   }
   PyEval_SaveThread();  // the creating thread releases the GIL; sessions take it

@@ -31,6 +31,13 @@ struct HostCallbacks {
   void (*arena_free)(void* context, void* ptr, size_t size) = nullptr;
 };
 
+/// The debug string of an operator schema that a non-owner interpreter's
+/// torch.library stand-in defined because the owner had not yet (PyTorch 2.x);
+/// the owner's own later definition of the same schema is then skipped
+/// (torch_hooks.cc) instead of failing as a duplicate.
+inline constexpr const char* kStandInDefinitionDebug =
+    "defined by manypy for a torch.library.Library of an interpreter other than the first";
+
 struct ShimConfig {
   int index = 0;                 ///< interpreter index in its pool; 0 makes global registrations
   bool owns_registrations = true;  ///< may make process-global torch.library registrations

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "interpreters/python_error.h"
+#include "interpreters/torch_version.h"
 #include "server/lifecycle/model_runtime_source.h"
 
 namespace manypy {
@@ -71,6 +72,8 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
   if (archive->manifest().platform != kPythonPlatform)
     return InvalidArgument(archive_path + ": platform '" + archive->manifest().platform +
                            "' is not run by the interpreters (load it with LoadArchive)");
+  MANYPY_RETURN_IF_ERROR(
+      CheckPackagedTorch(archive->manifest(), RunningTorchVersion(), archive_path));
   auto storages = MappedStorages::Map(*archive);
   if (!storages.ok()) return storages.status();
 

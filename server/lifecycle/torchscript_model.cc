@@ -8,6 +8,8 @@
 
 #include <sstream>
 
+#include "interpreters/torch_version.h"
+
 namespace manypy {
 
 struct TorchScriptModel::Impl {
@@ -73,6 +75,7 @@ StatusOr<std::unique_ptr<TorchScriptModel>> TorchScriptModel::Load(
     std::unique_ptr<PackageArchive> archive) {
   const Manifest& m = archive->manifest();
   const std::string where = archive->path() + ": ";
+  MANYPY_RETURN_IF_ERROR(CheckPackagedTorch(m, RunningTorchVersion(), archive->path()));
   for (const auto* list : {&m.inputs, &m.outputs}) {
     for (const auto& t : *list) {
       if (t.datatype == "BYTES")

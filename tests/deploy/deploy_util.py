@@ -118,9 +118,9 @@ def package_list():
     return out
 
 
-def install_deps_list(*args):
+def install_deps_list(*args, env=None):
     r = subprocess.run(["bash", os.path.join(SOURCE, "tools", "install-deps.sh"), "--list", *args],
-                       check=True, capture_output=True, text=True)
+                       check=True, capture_output=True, text=True, env={**os.environ, **(env or {})})
     return r.stdout.split()
 
 

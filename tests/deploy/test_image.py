@@ -18,12 +18,14 @@ class Dockerfile(unittest.TestCase):
     def setUp(self):
         self.image = d.Dockerfile()
 
-    def test_debian12_multi_stage(self):
+    def test_debian13_by_default_debian12_by_build_arg(self):
         self.assertGreaterEqual(len(self.image.stages), 2)
+        with open(d.DOCKERFILE) as f:
+            before_first_stage = f.read().split("\nFROM ", 1)[0]
+        self.assertRegex(before_first_stage, r"(?m)^ARG DEBIAN_RELEASE=13$")
+        self.assertIn("--build-arg DEBIAN_RELEASE=12", before_first_stage)
         for source, _ in self.image.stages:
-            base = source.split()[0]
-            self.assertTrue(base == "debian:12" or base.startswith("debian:12-") or base.startswith("debian:bookworm"),
-                            source)
+            self.assertEqual(source.split()[0], "debian:${DEBIAN_RELEASE}", source)
         self.assertEqual(self.image.stages[-1][0].split()[-1], "runtime")
 
     def test_packages_only_from_the_one_list(self):
@@ -39,13 +41,27 @@ class Dockerfile(unittest.TestCase):
         self.assertIn("tools/debian-packages.txt", copied)
 
     def test_install_deps_selections_equal_the_list(self):
-        listed = d.package_list()
-        self.assertEqual(d.install_deps_list(), [n for n, _ in listed])
-        self.assertEqual(d.install_deps_list("--image-build"), [n for n, w in listed if "test" not in w])
-        self.assertEqual(d.install_deps_list("--runtime", "libextra1"),
-                         [n for n, w in listed if "runtime" in w] + ["libextra1"])
-        for name, words in listed:
-            self.assertLessEqual(words, {"runtime", "test"} | {w for w in words if w.startswith("command=")})
+        for release in ("12", "13"):
+            listed = [(n, w) for n, w in d.package_list()
+                      if not any(x.startswith("release=") and x != "release=" + release for x in w)]
+            env = {"MANYPY_DEBIAN_RELEASE": release}
+            self.assertEqual(d.install_deps_list(env=env), [n for n, _ in listed])
+            self.assertEqual(d.install_deps_list("--image-build", env=env),
+                             [n for n, w in listed if "test" not in w])
+            self.assertEqual(d.install_deps_list("--runtime", "libextra1", env=env),
+                             [n for n, w in listed if "runtime" in w] + ["libextra1"])
+        for name, words in d.package_list():
+            self.assertLessEqual(words, {"runtime", "test", "release=12", "release=13"}
+                                 | {w for w in words if w.startswith("command=")})
+
+    def test_install_deps_picks_each_releases_libpython(self):
+        self.assertIn("libpython3.11-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "12"}))
+        self.assertNotIn("libpython3.13-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "12"}))
+        self.assertIn("libpython3.13-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "13"}))
+        r = subprocess.run(["bash", os.path.join(d.SOURCE, "tools", "install-deps.sh"), "--list"],
+                           env={**os.environ, "MANYPY_DEBIAN_RELEASE": "11"}, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("Debian release '11'", r.stderr)
 
     def test_runtime_selection_has_no_compiler_or_dev_package(self):
         runtime = d.install_deps_list("--runtime")
@@ -98,8 +114,12 @@ class RuntimePackages(unittest.TestCase):
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         packages = [p.split(":")[0] for p in r.stdout.split()]
-        for needed in ("libtorch1.13", "libpython3.11", "libgrpc++1.51", "libzip4", "libstdc++6"):
-            self.assertIn(needed, packages)
+        import torch  # noqa: the libtorch and libpython of this release (Debian 12 or 13)
+        import sys
+        release = {"libtorch": "libtorch" + ".".join(torch.__version__.split(".")[:2]),
+                   "libpython": "libpython%d.%d" % sys.version_info[:2]}
+        for needed in (release["libtorch"], release["libpython"], "libgrpc++1.51", "libzip", "libstdc++6"):
+            self.assertTrue(any(p == needed or p.startswith(needed) for p in packages), (needed, packages))
         for name in packages:
             self.assertFalse(name.endswith("-dev") or COMPILERS.match(name), name)
 

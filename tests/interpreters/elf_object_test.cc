@@ -13,8 +13,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kTorchPython = "/usr/lib/x86_64-linux-gnu/libtorch_python.so.1.13";
-const char* kC10 = "/usr/lib/x86_64-linux-gnu/libc10.so.1.13";
+// This release's libtorch (1.13 on Debian 12, 2.6 on Debian 13).
+const std::string kTorchSo = MANYPY_TEST_TORCH_SOVERSION;
+const std::string kTorchPython = "/usr/lib/x86_64-linux-gnu/libtorch_python.so." + kTorchSo;
+const std::string kC10 = "/usr/lib/x86_64-linux-gnu/libc10.so." + kTorchSo;
 
 std::string TempPath(const std::string& name) {
   return (fs::temp_directory_path() / ("manypy_elf_test_" + name)).string();
@@ -27,8 +29,8 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
 TEST(ElfObjectTest, ReadsSonameNeededAndPythonReferences) {
   auto info = ReadElfDynamicInfo(kTorchPython);
   ASSERT_TRUE(info.ok()) << info.status().ToString();
-  EXPECT_EQ(info->soname, "libtorch_python.so.1.13");
-  EXPECT_TRUE(Contains(info->needed, "libtorch_cpu.so.1.13"));
+  EXPECT_EQ(info->soname, "libtorch_python.so." + kTorchSo);
+  EXPECT_TRUE(Contains(info->needed, "libtorch_cpu.so." + kTorchSo));
   EXPECT_TRUE(info->references_python);
 }
 
@@ -39,9 +41,9 @@ TEST(ElfObjectTest, LibraryWithoutPythonIsNotPythonDependent) {
 }
 
 TEST(ElfObjectTest, ReadsRunpathOfTorchExtension) {
-  auto info = ReadElfDynamicInfo("/usr/lib/python3/dist-packages/torch/_C.cpython-311-x86_64-linux-gnu.so");
+  auto info = ReadElfDynamicInfo(MANYPY_TEST_TORCH_C);
   ASSERT_TRUE(info.ok()) << info.status().ToString();
-  EXPECT_TRUE(Contains(info->needed, "libtorch_python.so.1.13"));
+  EXPECT_TRUE(Contains(info->needed, "libtorch_python.so." + kTorchSo));
   ASSERT_EQ(info->runpath.size(), 1u);
   EXPECT_EQ(info->runpath[0], "$ORIGIN/lib");
 }
@@ -74,14 +76,14 @@ TEST(ElfObjectTest, RewritesGnuUniqueSymbolsToGlobal) {
   ASSERT_TRUE(CopyFile(kTorchPython, path).ok());
   auto changed = RewriteGnuUniqueToGlobal(path);
   ASSERT_TRUE(changed.ok()) << changed.status().ToString();
-  EXPECT_GT(*changed, 0);  // libtorch_python 1.13 has 58 in .dynsym
+  EXPECT_GT(*changed, 0);  // libtorch_python has 58 in .dynsym on 1.13, 130 on 2.6
   auto again = RewriteGnuUniqueToGlobal(path);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, 0);
   // Still a valid object afterwards.
   auto info = ReadElfDynamicInfo(path);
   ASSERT_TRUE(info.ok());
-  EXPECT_EQ(info->soname, "libtorch_python.so.1.13");
+  EXPECT_EQ(info->soname, "libtorch_python.so." + kTorchSo);
   fs::remove(path);
 }
 

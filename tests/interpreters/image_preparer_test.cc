@@ -52,25 +52,25 @@ TEST_F(ImagePreparerTest, ShimCopyIsLinkedToThisSlotsPrivateLibraries) {
 
   auto libpython = ReadElfDynamicInfo(image->libpython);
   ASSERT_TRUE(libpython.ok());
-  EXPECT_EQ(libpython->soname, "libpython3.11-manypy7.so");
+  EXPECT_EQ(libpython->soname, std::string("libpython") + MANYPY_TEST_PYTHON_VERSION + "-manypy7.so");
 
   auto shim = ReadElfDynamicInfo(image->shim);
   ASSERT_TRUE(shim.ok());
   EXPECT_TRUE(HasNeededContaining(*shim, image->libpython));
   EXPECT_TRUE(HasNeededContaining(*shim, "libtorch_python-manypy7.so"));
-  EXPECT_FALSE(HasNeededContaining(*shim, "libpython3.11.so"));
+  EXPECT_FALSE(HasNeededContaining(*shim, std::string("libpython") + MANYPY_TEST_PYTHON_VERSION + ".so"));
   EXPECT_TRUE(LeftoverTemporaries().empty());
 }
 
 TEST_F(ImagePreparerTest, PythonDependentLibraryCopyHasNoUniqueSymbols) {
   auto preparer = Make();
   ASSERT_NE(preparer, nullptr);
-  auto copy = preparer->PrepareObject(3, "/usr/lib/x86_64-linux-gnu/libtorch_python.so.1.13");
+  auto copy = preparer->PrepareObject(3, std::string("/usr/lib/x86_64-linux-gnu/libtorch_python.so.") + MANYPY_TEST_TORCH_SOVERSION);
   ASSERT_TRUE(copy.ok()) << copy.status().ToString();
   auto info = ReadElfDynamicInfo(*copy);
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->soname, "libtorch_python-manypy3.so");
-  EXPECT_TRUE(HasNeededContaining(*info, "libpython3.11-manypy3.so"));
+  EXPECT_TRUE(HasNeededContaining(*info, std::string("libpython") + MANYPY_TEST_PYTHON_VERSION + "-manypy3.so"));
   std::string scratch = cache_ + "/scratch.so";
   ASSERT_TRUE(CopyFile(*copy, scratch).ok());
   auto changed = RewriteGnuUniqueToGlobal(scratch);
@@ -82,7 +82,7 @@ TEST_F(ImagePreparerTest, OriginInSearchPathIsPinnedToOriginalDirectory) {
   auto preparer = Make();
   ASSERT_NE(preparer, nullptr);
   auto copy = preparer->PrepareObject(
-      1, "/usr/lib/python3/dist-packages/torch/_C.cpython-311-x86_64-linux-gnu.so");
+      1, MANYPY_TEST_TORCH_C);
   ASSERT_TRUE(copy.ok()) << copy.status().ToString();
   auto info = ReadElfDynamicInfo(*copy);
   ASSERT_TRUE(info.ok());

@@ -49,6 +49,70 @@ TEST(ManifestTest, RoundTripsThroughJson) {
   EXPECT_EQ(*again, *m);
 }
 
+json Version2(json packaged) {
+  json j = Valid();
+  j["schema_version"] = 2;
+  j["packaged_with"] = std::move(packaged);
+  return j;
+}
+
+TEST(ManifestTest, Version2RecordsWhatTheArchiveWasPackagedWith) {
+  json j = Version2({{"torch", "2.6.0+debian"}, {"python", "3.13.5"}, {"manypy", "0.1.0"}});
+  StatusOr<Manifest> m = ParseManifest(j.dump(), "model.mpk");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->schema_version, 2);
+  EXPECT_EQ(m->packaged_with.torch, "2.6.0+debian");
+  EXPECT_EQ(m->packaged_with.python, "3.13.5");
+  EXPECT_EQ(m->packaged_with.manypy, "0.1.0");
+  StatusOr<Manifest> again = ParseManifest(ManifestToJson(*m), "model.mpk");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *m);
+  for (const char* key : {"torch", "python", "manypy"}) {
+    json missing = j;
+    missing["packaged_with"].erase(key);
+    StatusOr<Manifest> bad = ParseManifest(missing.dump(), "model.mpk");
+    EXPECT_NE(bad.status().message().find(std::string("'packaged_with.") + key +
+                                          "': required field missing"),
+              std::string::npos)
+        << bad.status().ToString();
+    json wrong = j;
+    wrong["packaged_with"][key] = "latest";
+    bad = ParseManifest(wrong.dump(), "model.mpk");
+    EXPECT_NE(bad.status().message().find("'latest' is not a version"), std::string::npos)
+        << bad.status().ToString();
+  }
+  json extra = j;
+  extra["packaged_with"]["cuda"] = "12.4";
+  EXPECT_NE(ParseManifest(extra.dump(), "model.mpk").status().message().find(
+                "'packaged_with.cuda': unknown field"),
+            std::string::npos);
+}
+
+TEST(ManifestTest, AnArchiveFromANewerTorchIsRefusedNamingBothVersions) {
+  auto manifest = [](const char* torch) {
+    return ParseManifest(
+               Version2({{"torch", torch}, {"python", "3.13.5"}, {"manypy", "0.1.0"}}).dump(),
+               "m.mpk")
+        .value();
+  };
+  // Packaged under 2.6, served by 1.13: refused, both versions named.
+  Status s = CheckPackagedTorch(manifest("2.6.0+debian"), "1.13.1", "m.mpk");
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("m.mpk: packaged with PyTorch 2.6.0+debian (Python 3.13.5"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("this server runs PyTorch 1.13.1"), std::string::npos) << s.message();
+  // Packaged under 1.13, served by 2.6; the same minor with another patch or tag; the same.
+  EXPECT_TRUE(CheckPackagedTorch(manifest("1.13.1"), "2.6.0+debian", "m.mpk").ok());
+  EXPECT_TRUE(CheckPackagedTorch(manifest("2.6.0"), "2.6.1+debian", "m.mpk").ok());
+  EXPECT_TRUE(CheckPackagedTorch(manifest("2.6.3"), "2.6.0", "m.mpk").ok());
+  EXPECT_FALSE(CheckPackagedTorch(manifest("2.10.0"), "2.6.0", "m.mpk").ok());
+  // A version 1 archive records nothing and loads anywhere.
+  StatusOr<Manifest> v1 = ParseManifest(testing::ValidManifestJson(), "m.mpk");
+  ASSERT_TRUE(v1.ok());
+  EXPECT_TRUE(CheckPackagedTorch(*v1, "1.13.1", "m.mpk").ok());
+}
+
 TEST(ManifestTest, FactoryEntryPointRoundTrips) {
   json j = Valid();
   j["entry_point"] = {{"kind", "factory"},
@@ -159,8 +223,13 @@ TEST(ManifestTest, RejectsEveryRuleBrokenOnce) {
   const std::vector<BadCase> cases = {
       {"no schema_version", erase("schema_version"),
        "manifest field 'schema_version': required field missing"},
-      {"schema_version 2", set("schema_version", 2),
-       "manifest field 'schema_version': unsupported schema version 2"},
+      {"schema_version 3", set("schema_version", 3),
+       "manifest field 'schema_version': unsupported schema version 3 (this reader knows 1 to 2)"},
+      {"schema_version 2 without packaged_with", set("schema_version", 2),
+       "manifest field 'packaged_with': required field missing"},
+      {"packaged_with in version 1",
+       set("packaged_with", json{{"torch", "2.6.0"}, {"python", "3.13.5"}, {"manypy", "0.1.0"}}),
+       "manifest field 'packaged_with': unknown field"},
       {"schema_version string", set("schema_version", "1"),
        "manifest field 'schema_version': expected an integer, got a string"},
       {"schema_version float", set("schema_version", 1.0),

@@ -24,7 +24,7 @@ Keep the two copies identical.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
 __version__ = "0.1.0"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 __all__ = ["SCHEMA_VERSION", "__version__"]
 

@@ -1,4 +1,4 @@
-"""Build and validate manypy manifests (package_format/SCHEMA.md, schema version 1).
+"""Build and validate manypy manifests (package_format/SCHEMA.md, schema versions 1 and 2).
 
 Everything here is plain Python (no torch import), so the CLI's `inspect` and
 the tests can use it cheaply. Every error is a ValueError whose message starts
@@ -6,9 +6,11 @@ with the manifest field at fault, e.g. ``inputs[1].datatype: ...``.
 """
 
 import json
+import platform as _platform
 import re
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # written; every version from 1 up is read
+SCHEMA_VERSIONS = (1, 2)
 PLATFORM = "manypy_python"  # Python run by the server's interpreters (the default)
 TORCHSCRIPT_PLATFORM = "torchscript"  # a TorchScript module run by libtorch from C++
 # Where a TorchScript archive keeps its module (torch.jit.save's bytes).
@@ -37,8 +39,10 @@ _TOP_LEVEL_FIELDS = {
     "max_batch_size": False, "batching": False, "instance_count": False,
     "max_queue_size": False, "max_execution_seconds": False,
     "default_timeout_microseconds": False,
-    "device": False, "description": False,
-}  # field -> required
+    "device": False, "description": False, "packaged_with": False,
+}  # field -> required (packaged_with: required from schema version 2)
+_PACKAGED_WITH_FIELDS = ("torch", "python", "manypy")
+_VERSION_RE = re.compile(r"^[0-9][A-Za-z0-9.+_-]{0,63}$")
 _TENSOR_FIELDS = ("name", "datatype", "shape")
 _BATCHING_FIELDS = ("dynamic", "preferred_batch_sizes", "max_queue_delay_microseconds")
 _ENTRY_FIELDS = {
@@ -225,9 +229,22 @@ def validate_manifest(manifest):
         if required and key not in manifest:
             _fail(key, "required field is missing")
     _check_int(manifest["schema_version"], "schema_version")
-    if manifest["schema_version"] != SCHEMA_VERSION:
+    if manifest["schema_version"] not in SCHEMA_VERSIONS:
         _fail("schema_version", f"unsupported schema version {manifest['schema_version']} "
-              f"(this tool knows {SCHEMA_VERSION})")
+              f"(this tool knows 1 to {SCHEMA_VERSION})")
+    if manifest["schema_version"] >= 2:
+        if "packaged_with" not in manifest:
+            _fail("packaged_with", "required field is missing (schema version 2)")
+        packaged = manifest["packaged_with"]
+        if not isinstance(packaged, dict):
+            _fail("packaged_with", f"must be an object, got {packaged!r}")
+        _check_keys(packaged, _PACKAGED_WITH_FIELDS, "packaged_with")
+        for key in _PACKAGED_WITH_FIELDS:
+            if key not in packaged:
+                _fail(f"packaged_with.{key}", "required field is missing")
+            _check_string(packaged[key], f"packaged_with.{key}", _VERSION_RE)
+    elif "packaged_with" in manifest:
+        _fail("packaged_with", "not a schema version 1 field (use schema_version 2)")
     _check_string(manifest["name"], "name", _MODEL_NAME_RE)
     if manifest["name"].startswith("."):
         _fail("name", f"must not start with '.', got {manifest['name']!r}")
@@ -273,12 +290,22 @@ def normalize_batching(batching):
     return out
 
 
+def packaging_versions():
+    """{"torch", "python", "manypy"}: the versions an archive made now is packaged
+    with (imports torch, which packaging has done anyway)."""
+    import torch
+    from . import __version__
+    return {"torch": torch.__version__, "python": _platform.python_version(),
+            "manypy": __version__}
+
+
 def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0,
                    batching=None, instance_count=0, device="cpu", description="",
                    method=None, max_queue_size=0, max_execution_seconds=0,
-                   default_timeout_microseconds=0, platform=PLATFORM):
+                   default_timeout_microseconds=0, platform=PLATFORM, packaged_with=None):
     """Returns a validated manifest dict. inputs/outputs take dicts or
-    (name, datatype, shape) tuples."""
+    (name, datatype, shape) tuples. packaged_with defaults to this Python's
+    packaging_versions()."""
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "name": name,
@@ -303,6 +330,7 @@ def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0
             manifest[field] = value
     manifest["device"] = device
     manifest["description"] = description
+    manifest["packaged_with"] = dict(packaged_with or packaging_versions())
     return validate_manifest(manifest)
 
 

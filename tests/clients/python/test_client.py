@@ -47,13 +47,13 @@ START_TIMEOUT_S = 180
 class ServerProcess:
     """The real server on a free loopback port; stop() sends SIGTERM."""
 
-    def __init__(self, extra_args=()):
+    def __init__(self, extra_args=(), repository=REPOSITORY, load=("two_io", "echo_all", "failing")):
         self.http_address = None
         self.stderr = tempfile.TemporaryFile()
         args = [SERVER, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0", "--metrics-port=0",
-                "--interpreters=2",
-                "--model-control-mode=explicit", "--load-model=two_io", "--load-model=echo_all",
-                "--load-model=failing", f"--model-repository={REPOSITORY}", *extra_args]
+                "--interpreters=2", "--model-control-mode=explicit",
+                *[f"--load-model={name}" for name in load],
+                f"--model-repository={repository}", *extra_args]
         self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr)
         self.address = self._wait_for_port()
         # Keep reading stdout so the server never blocks on a full pipe.

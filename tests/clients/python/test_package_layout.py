@@ -18,7 +18,7 @@ CLIENT_DIR = os.path.join(REPO, "clients", "python")
 
 CHECK = """
 import manypy
-assert manypy.__version__ and manypy.SCHEMA_VERSION == 1
+assert manypy.__version__ and manypy.SCHEMA_VERSION == 2
 manypy.client  # the lazy attribute, before any `import manypy.client`
 import manypy.client, manypy.manifest
 from manypy.client import InferenceClient

@@ -42,6 +42,35 @@ class ManifestTest(unittest.TestCase):
                                          "entry_point", "inputs", "outputs")}
         M.validate_manifest(minimal)
 
+    def test_schema_2_records_what_the_archive_was_packaged_with(self):
+        v2 = dict(copy.deepcopy(GOOD), schema_version=2,
+                  packaged_with={"torch": "2.6.0+debian", "python": "3.13.5", "manypy": "0.1.0"})
+        self.assertEqual(M.validate_manifest(copy.deepcopy(v2)), v2)
+        self.bad("packaged_with", lambda m: m.update(schema_version=2))  # missing in 2
+        self.bad("packaged_with", lambda m: m.update(packaged_with=v2["packaged_with"]))  # not in 1
+        for key in ("torch", "python", "manypy"):
+            m = copy.deepcopy(v2)
+            del m["packaged_with"][key]
+            with self.assertRaisesRegex(ValueError, f"^packaged_with.{key}: required"):
+                M.validate_manifest(m)
+            m = copy.deepcopy(v2)
+            m["packaged_with"][key] = "new"
+            with self.assertRaisesRegex(ValueError, f"^packaged_with.{key}: invalid value 'new'"):
+                M.validate_manifest(m)
+        m = copy.deepcopy(v2)
+        m["packaged_with"]["cuda"] = "12.4"
+        with self.assertRaisesRegex(ValueError, "^packaged_with.cuda: unknown field"):
+            M.validate_manifest(m)
+
+    def test_build_manifest_records_this_pythons_versions(self):
+        import platform
+        import torch
+        m = M.build_manifest("net", 1, {"kind": "pickle"}, [("X", "FP32", [4])], [("Y", "FP32", [4])])
+        self.assertEqual(m["schema_version"], 2)
+        self.assertEqual(m["packaged_with"]["torch"], torch.__version__)
+        self.assertEqual(m["packaged_with"]["python"], platform.python_version())
+        self.assertEqual(m["packaged_with"]["manypy"], __import__("manypy").__version__)
+
     def test_bad_datatype(self):
         msg = self.bad("inputs[0].datatype", lambda m: m["inputs"][0].update(datatype="FP33"))
         self.assertIn("FP33", msg)
@@ -77,7 +106,7 @@ class ManifestTest(unittest.TestCase):
         self.bad("name", lambda m: m.update(name="x" * 129))
         self.bad("version", lambda m: m.update(version=0))
         self.bad("version", lambda m: m.update(version="1"))
-        self.bad("schema_version", lambda m: m.update(schema_version=2))
+        self.bad("schema_version", lambda m: m.update(schema_version=3))
         self.bad("platform", lambda m: m.update(platform="pytorch_libtorch"))
         self.bad("entry_point.kind", lambda m: m.update(platform="torchscript"))
         self.bad("entry_point.kind",

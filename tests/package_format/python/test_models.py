@@ -132,6 +132,25 @@ class ExampleModelsTest(unittest.TestCase):
         self.assertEqual(tuple(result.shape), (5, 64))
         self.assertTrue(bool((result >= 0).all()))  # the last layer is a ReLU
 
+    def test_tiny_decoder(self):
+        module = make_repository.load("tiny_decoder")
+        why = module.supported()
+        if why:
+            self.assertLess(tuple(int(p) for p in torch.__version__.split(".")[:2]), (2, 4))
+            self.assertIn("needs PyTorch >= 2.4", why)
+            print(f"\ntest_tiny_decoder skipped: {why}", flush=True)
+            self.skipTest(why)
+        model, args, result = self.check_model("tiny_decoder", 2)
+        self.assertEqual(tuple(result.shape), (2, 12, 256))
+        # Causal: the logits of a prefix do not depend on the tokens after it.
+        with torch.inference_mode():
+            prefix = model(args[0][:, :5])
+        self.assertTrue(torch.allclose(prefix, result[:, :5], atol=1e-5))
+        # Rotary embeddings make it order-sensitive (attention alone would not be).
+        with torch.inference_mode():
+            swapped = model(args[0].flip(1))
+        self.assertFalse(torch.allclose(swapped[:, -1], result[:, 0], atol=1e-3))
+
     def test_two_io(self):
         _, args, result = self.check_model("two_io", None)
         self.assertTrue(torch.equal(result["SUM"], torch.tensor([11.0, 22.0, 33.0, 44.0])))

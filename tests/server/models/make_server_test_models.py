@@ -4,7 +4,10 @@ batched_double, and as TorchScript (platform torchscript) double_sum_ts and
 failing_ts; cuda/needs_cuda and missing_module/needs_missing_module in
 folders of their own (models every server here must refuse to load), and
 none_output/sometimes_none (an output that may be None); the fault-injection
-models in faults/ and swap/ (fault_models.py).
+models in faults/ and swap/ (fault_models.py); in torch_versions/, two_io as
+packaged under PyTorch 1.13 (testdata/two_io_torch1_13.mpk, made on Debian
+12) and under 2.6 (packaged here; on a torch older than 2.6 its manifest says
+2.6.0+debian / Python 3.13.5, as Debian 13's would).
 
     /usr/bin/python3 tests/server/models/make_server_test_models.py --out DIR
 """
@@ -72,6 +75,30 @@ def export_fault_models(out):
                               **io)
 
 
+def export_torch_versions(out):
+    """torch_versions/two_io_torch1_13.mpk (packaged on Debian 12, kept in
+    testdata/) and two_io_torch2_6.mpk (packaged now, recording PyTorch 2.6)."""
+    import shutil
+    import torch
+    from manypy import manifest as M
+    folder = os.path.join(out, "torch_versions")
+    os.makedirs(folder, exist_ok=True)
+    shutil.copyfile(os.path.join(HERE, "testdata", "two_io_torch1_13.mpk"),
+                    os.path.join(folder, "two_io_torch1_13.mpk"))
+    sys.path.insert(0, os.path.join(REPO, "models"))
+    import two_io
+    real = M.packaging_versions
+    have = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    if have < (2, 6):
+        M.packaging_versions = lambda: dict(real(), torch="2.6.0+debian", python="3.13.5")
+    try:
+        manypy.package.export(two_io.build(), os.path.join(folder, "two_io_torch2_6.mpk"),
+                              name="two_io_torch2_6", example_inputs=two_io.example_inputs(),
+                              modules=[two_io], **two_io.SIGNATURE)
+    finally:
+        M.packaging_versions = real
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -116,9 +143,11 @@ def main():
             dynamic_dims={"INPUT__0": [0], "OUTPUT__0": [0]})
     assert [o["name"] for o in manifest["outputs"]] == ["OUTPUT__0"], manifest["outputs"]
     export_fault_models(out)
+    export_torch_versions(out)
     print(f"wrote echo_all, failing, slow, spin, batched_double, double_sum_ts, failing_ts, "
           f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none, "
-          f"faults/{{wrong_output,exits,fails_to_load}}, swap/scaled_v{{1,2}} "
+          f"faults/{{wrong_output,exits,fails_to_load}}, swap/scaled_v{{1,2}}, "
+          f"torch_versions/two_io_torch{{1_13,2_6}} "
           f"to {out}")
 
 

@@ -1,0 +1,126 @@
+#include "interpreters/torch_hooks.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#if MANYPY_TORCH_HOOKS
+#include <ATen/core/dispatch/Dispatcher.h>
+#endif
+
+#include "interpreters/shim/shim_api.h"
+
+// Why (PyTorch 2.6, found by running it; docs/debian13.md): libtorch_python
+// has static initializers that register process-wide things in libtorch_cpu
+// when it is loaded. Every interpreter loads its own copy, so from the second
+// copy on they register a second time and throw from inside dlopen, which
+// ends the process (std::terminate):
+//  - TORCH_LIBRARY_FRAGMENT(inductor, ...) defines
+//    inductor::resize_storage_bytes_ (torch/csrc/inductor/resize_storage_bytes.cpp):
+//    Dispatcher::registerDef throws "registered multiple times";
+//  - RegisterHandler dumpHandler{"dump_traceback", ...}
+//    (torch/csrc/distributed/c10d/control_plane/PythonHandlers.cpp):
+//    registerHandler throws std::invalid_argument("Handler dump_traceback already registered").
+// libtorch_cpu calls both through its PLT (default visibility, no -Bsymbolic),
+// so a definition in the program, exported to the dynamic symbol table,
+// comes first. The override skips only a registration that is the very same
+// one again (same operator and same debug string "file:line"); any other
+// conflict still reaches libtorch and fails as before. One more case is the
+// same definition: a schema that a non-owner interpreter's torch.library
+// stand-in defined first (shim's define_operator), defined again, identical,
+// by the first interpreter's own torch.library.
+
+namespace {
+std::atomic<int> g_skipped_definitions{0};
+std::atomic<int> g_skipped_handlers{0};
+}  // namespace
+
+#if MANYPY_TORCH_HOOKS
+namespace {
+void* NextDefinition(const char* mangled) {
+  void* next = dlsym(RTLD_NEXT, mangled);
+  if (next == nullptr) {
+    fprintf(stderr, "manypy: libtorch does not export %s, which manypy overrides; this libtorch "
+                    "is not the one manypy was built against\n", mangled);
+    abort();
+  }
+  return next;
+}
+
+constexpr const char* kRegisterDef =
+    "_ZN3c1010Dispatcher11registerDefENS_14FunctionSchemaENSt7__cxx1112basic_stringIcSt11char_"
+    "traitsIcESaIcEEESt6vectorIN2at3TagESaISA_EE";
+constexpr const char* kRegisterHandler =
+    "_ZN4c10d13control_plane15registerHandlerERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaI"
+    "cEEESt8functionIFvRKNS0_7RequestERNS0_8ResponseEEE";
+}  // namespace
+
+namespace c10 {
+RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, std::string debug,
+                                               std::vector<at::Tag> tags) {
+  using Real = RegistrationHandleRAII (*)(Dispatcher*, FunctionSchema, std::string,
+                                          std::vector<at::Tag>);
+  // Resolved before taking g_def_mu: dlsym takes the loader's lock, which a
+  // thread inside dlopen (running static initializers) holds while it waits here.
+  static Real real = reinterpret_cast<Real>(NextDefinition(kRegisterDef));
+  static std::mutex g_def_mu;  // the look-up and the definition, as one step
+  std::lock_guard<std::mutex> lock(g_def_mu);
+  const std::string stand_in = manypy::shim::kStandInDefinitionDebug;
+  if (auto op = findSchema(schema.operator_name());
+      op && (op->debug() == debug ||
+             ((op->debug() == stand_in || debug == stand_in) && op->schema() == schema))) {
+    g_skipped_definitions++;
+    return RegistrationHandleRAII([] {});  // the first definition stays
+  }
+  return real(this, std::move(schema), std::move(debug), std::move(tags));
+}
+}  // namespace c10
+
+namespace c10d::control_plane {
+class Request;
+class Response;
+using HandlerFunc = std::function<void(const Request&, Response&)>;
+// Declared in torch/csrc/distributed/c10d/control_plane/Handlers.hpp, which
+// libtorch-dev does not ship; the signature is the one kRegisterHandler names.
+__attribute__((visibility("default"))) void registerHandler(const std::string& name, HandlerFunc f);
+void registerHandler(const std::string& name, HandlerFunc f) {
+  using Real = void (*)(const std::string&, HandlerFunc);
+  static Real real = reinterpret_cast<Real>(NextDefinition(kRegisterHandler));
+  try {
+    real(name, std::move(f));
+  } catch (const std::invalid_argument&) {
+    g_skipped_handlers++;  // "already registered": interpreter 0's copy's handler stays
+  }
+}
+}  // namespace c10d::control_plane
+#endif  // MANYPY_TORCH_HOOKS
+
+namespace manypy {
+
+TorchHookCounts TorchHooks() { return {g_skipped_definitions.load(), g_skipped_handlers.load()}; }
+
+Status CheckTorchHooksActive() {
+#if MANYPY_TORCH_HOOKS
+  for (const char* mangled : {kRegisterDef, kRegisterHandler}) {
+    void* bound = dlsym(RTLD_DEFAULT, mangled);
+    void* ours = nullptr;
+    Dl_info info;
+    if (bound != nullptr && dladdr(bound, &info) != 0) ours = info.dli_fbase;
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void*>(&CheckTorchHooksActive), &self) == 0 || ours != self.dli_fbase) {
+      return FailedPrecondition(std::string("the program does not export its override of ") +
+                                mangled + " (link it with manypy_interpreters' link options): "
+                                "a second interpreter's libtorch_python would end the process");
+    }
+  }
+#endif
+  return manypy::Status::Ok();
+}
+
+}  // namespace manypy

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# A Debian 13 (trixie) root for building, testing and serving manypy on PyTorch
+# 2.6 / Python 3.13 from a Debian 12 machine (run as root).
+#   tools/debian13.sh create     make the root once (debootstrap from the mirror
+#                                this machine's apt uses), then install or update
+#                                tools/debian-packages.txt in it (release=13)
+#   tools/debian13.sh run CMD... run CMD inside the root, in the current folder,
+#                                with this checkout bind-mounted at the same path
+#   tools/debian13.sh shell      an interactive shell there
+#   tools/debian13.sh path       print the root's folder
+# The root lives outside the checkout, in MANYPY_DEBIAN13_ROOT (default
+# /var/cache/manypy/debian13), and is reused: `create` and `run` only install
+# what the package list gained since. Mounts live in a private mount namespace
+# that ends with the command, so nothing stays mounted on the host.
+set -euo pipefail
+root="${MANYPY_DEBIAN13_ROOT:-/var/cache/manypy/debian13}"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+list="$here/tools/debian-packages.txt"
+
+die() {
+  echo "debian13: $*" >&2
+  exit 1
+}
+
+# The first `URIs:` of the host's deb822 stanza for SUITE_WORD (debian or
+# debian-security), so the root uses the same mirror the host's apt uses.
+host_mirror() {
+  local want="$1" file
+  for file in /etc/apt/sources.list.d/*.sources; do
+    [[ -f "$file" ]] || continue
+    awk -v want="$want" '
+      /^URIs:/ { uri = $2 }
+      /^Suites:/ { for (i = 2; i <= NF; i++) {
+          sec = ($i ~ /-security$/)
+          if ((want == "security") == sec && uri != "") { print uri; exit } } }
+      /^$/ { uri = "" }' "$file"
+  done | head -n1
+}
+
+mirror_main() {
+  local uri
+  uri="$(host_mirror main)"
+  [[ -n "$uri" ]] || uri="$(sed -n 's/^deb \(http[^ ]*\) bookworm .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -n1)"
+  [[ -n "$uri" ]] || die "no Debian mirror found in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"
+  echo "$uri"
+}
+
+write_sources() {
+  local main security
+  main="$(mirror_main)"
+  security="$(host_mirror security)"
+  {
+    printf 'Types: deb\nURIs: %s\nSuites: trixie trixie-updates\nComponents: main\n' "$main"
+    printf 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n'
+    if [[ -n "$security" ]]; then
+      printf '\nTypes: deb\nURIs: %s\nSuites: trixie-security\nComponents: main\n' "$security"
+      printf 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n'
+    fi
+  } >"$root/etc/apt/sources.list.d/debian.sources"
+  rm -f "$root/etc/apt/sources.list"
+}
+
+bootstrap() {
+  [[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap, chroot and mounts)"
+  command -v debootstrap >/dev/null || die "debootstrap is missing: run tools/install-deps.sh (it is in tools/debian-packages.txt)"
+  [[ -f /usr/share/debootstrap/scripts/trixie ]] || die "this debootstrap does not know trixie; update the debootstrap package"
+  local tmp="$root.partial" start=$SECONDS
+  rm -rf "$tmp"
+  mkdir -p "$(dirname "$root")"
+  echo "debian13: debootstrap trixie into $root (once)"
+  debootstrap --variant=minbase --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+    trixie "$tmp" "$(mirror_main)" >"$(dirname "$root")/debootstrap.log" 2>&1 ||
+    die "debootstrap failed; see $(dirname "$root")/debootstrap.log"
+  mv "$tmp" "$root"
+  write_sources
+  echo "debian13: root made in $((SECONDS - start)) s"
+}
+
+# Runs "$@" in the root, in a private mount namespace with the checkout (and its
+# git folder, for worktrees) at the same paths, plus /proc, /dev, /sys.
+in_root() {
+  local gitdir=""
+  gitdir="$(git -C "$here" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)"
+  cp -f /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+  unshare --mount --propagation private /bin/bash -s -- "$root" "$here" "$gitdir" "$PWD" "$@" <<'EOF'
+set -euo pipefail
+root="$1" here="$2" gitdir="$3" cwd="$4"
+shift 4
+bind() { mkdir -p "$root$2"; mount --rbind "$1" "$root$2"; }
+bind /proc /proc
+bind /sys /sys
+bind /dev /dev
+bind "$here" "$here"
+if [[ -n "$gitdir" && "$gitdir" != "$here"/* ]]; then
+  bind "$gitdir" "$gitdir"
+  mount -o remount,bind,ro "$root$gitdir"
+fi
+mkdir -p "$root/tmp" && chmod 1777 "$root/tmp"
+case "$cwd" in "$here" | "$here"/*) ;; *) cwd="$here" ;; esac
+exec chroot "$root" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 \
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  CCACHE_DIR="${CCACHE_DIR:-/root/.ccache}" CCACHE_BASEDIR="$here" \
+  NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
+  MANYPY_IN_DEBIAN13=1 /bin/bash -c 'cd "$0" && exec "$@"' "$cwd" "$@"
+EOF
+}
+
+# Installs what tools/debian-packages.txt (release=13 lines) names and the root
+# lacks; stamped by the list's hash so an unchanged list costs nothing.
+update() {
+  local stamp="$root/var/lib/manypy-packages.sha256" sum
+  sum="$(sha256sum "$list" | cut -d' ' -f1)"
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$sum" ]] && return 0
+  echo "debian13: installing tools/debian-packages.txt in the root"
+  in_root "$here/tools/install-deps.sh"
+  echo "$sum" >"$stamp"
+}
+
+# The host's own extra CA certificates (a proxy's, say) are trusted in the
+# root too, as its resolv.conf is used: copied when they change, then
+# update-ca-certificates there.
+sync_certificates() {
+  local src=/usr/local/share/ca-certificates dst="$root/usr/local/share/ca-certificates"
+  [[ -d "$src" ]] || return 0
+  if ! diff -rq "$src" "$dst" >/dev/null 2>&1; then
+    mkdir -p "$dst"
+    rm -rf "${dst:?}"/*
+    cp -a "$src"/. "$dst"/
+    [[ -x "$root/usr/sbin/update-ca-certificates" ]] && in_root /usr/sbin/update-ca-certificates >/dev/null
+  fi
+  return 0
+}
+
+ensure() {
+  [[ -d "$root/usr" ]] || bootstrap
+  update
+  sync_certificates
+}
+
+cmd="${1:-}"
+(($# > 0)) && shift
+case "$cmd" in
+  create) ensure ;;
+  run)
+    (($# > 0)) || die "usage: $0 run COMMAND [ARG...]"
+    ensure
+    in_root "$@"
+    ;;
+  shell)
+    ensure
+    in_root /bin/bash -i
+    ;;
+  path) echo "$root" ;;
+  *)
+    echo "usage: $0 create | run COMMAND [ARG...] | shell | path" >&2
+    exit 2
+    ;;
+esac
