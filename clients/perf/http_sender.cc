@@ -23,6 +23,7 @@ Status FromHttp(int code, const std::string& body) {
                  : code == 413 || code == 429 ? StatusCode::kResourceExhausted
                  : code == 503 ? StatusCode::kUnavailable
                  : code == 504 ? StatusCode::kDeadlineExceeded
+                 : code == 499 ? StatusCode::kCancelled
                                : StatusCode::kInternal;
   return Status(s, "HTTP " + std::to_string(code) + ": " + body.substr(0, 300));
 }

@@ -16,7 +16,8 @@ from ._proto import grpc_service_pb2 as pb
 # HTTP status -> the status code names InferenceServerError carries over gRPC.
 _CODES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
           404: "NOT_FOUND", 409: "ALREADY_EXISTS", 413: "RESOURCE_EXHAUSTED",
-          429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+          429: "RESOURCE_EXHAUSTED", 499: "CANCELLED", 500: "INTERNAL", 503: "UNAVAILABLE",
+          504: "DEADLINE_EXCEEDED"}
 
 
 def _client_ssl_context(root_certificates, certificate_chain, private_key):
