@@ -6,10 +6,19 @@
 
 #include "interpreters/python_error.h"
 #include "interpreters/torch_version.h"
+#include "server/lifecycle/archive_traceback.h"
 #include "server/lifecycle/model_runtime_source.h"
+#include "server/log.h"
 
 namespace manypy {
 namespace {
+
+// The whole traceback, for whoever runs the server at --log-level verbose;
+// messages carry only the archive's own frames (archive_traceback.h).
+void LogTraceback(const std::string& what, const PythonError& e) {
+  if (!LogEnabled(LogLevel::kVerbose) || e.traceback().empty()) return;
+  Log(LogLevel::kVerbose, what + " raised " + e.what() + "\n" + e.traceback());
+}
 
 constexpr const char* kRuntimeModule = "manypy_model_runtime";
 // model_runtime.py raises it when the server's Python lacks an extern module.
@@ -115,7 +124,9 @@ Status PythonModel::Prepare(size_t slot) {
     if (e.type() == kMissingModulesError) {
       return FailedPrecondition("loading " + archive_->path() + " failed: " + e.message());
     }
-    return Internal("loading " + archive_->path() + " failed: " + e.what());
+    LogTraceback("loading " + archive_->path(), e);
+    return Internal("loading " + archive_->path() + " failed: " + e.what() +
+                    DescribeArchiveFrames(e.traceback()));
   }
 }
 
@@ -183,7 +194,9 @@ StatusOr<std::vector<Value>> PythonModel::RunReportingError(size_t slot,
         e.type() == "SystemExit"
             ? " (the model called sys.exit; the server and this interpreter serve on)"
             : "";
-    result = Internal("model '" + manifest().name + "' raised " + e.what() + exit_note);
+    LogTraceback("model '" + manifest().name + "'", e);
+    result = Internal("model '" + manifest().name + "' raised " + e.what() +
+                      DescribeArchiveFrames(e.traceback()) + exit_note);
   } catch (const std::exception& e) {
     result = Internal("model '" + manifest().name + "' failed: " + e.what());
   }

@@ -451,6 +451,39 @@ TEST_F(FaultTest, ModelWhoseLoadFailsIsRefusedNamingWhyWhileOthersServe) {
   ExpectServes("failing");
 }
 
+TEST_F(FaultTest, ErrorsRaisedInTheModelsOwnHelperNameItsFileAndLine) {
+  MakeRepository({"faults/raises_in_helper.mpk", "faults/fails_in_helper.mpk"});
+  std::string log = (repo_ / "server.log").string();
+  server_.set_stderr_path(log);
+  Start({"--model-control-mode=explicit", "--load-model=raises_in_helper", "--interpreters=1",
+         "--log-level=verbose"});
+  // An inference error: the innermost frame in the archive, its source, its callers.
+  ModelInferResponse out;
+  grpc::Status s = Infer(FloatRequest("raises_in_helper", {-1.f}), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_TRUE(Contains(s.error_message(),
+                       "ValueError: negative input to raises_in_helper: [-1.0] at fault_helpers.py:12 "
+                       "in _require_positive: raise ValueError(")) << s.error_message();
+  EXPECT_TRUE(Contains(s.error_message(), "(called from fault_helpers.py:7 in check_input; "
+                                          "fault_models.py:")) << s.error_message();
+  testing::HttpReply r = Http("POST", "/v2/models/raises_in_helper/infer", JsonInfer({-1.f}));
+  EXPECT_EQ(r.status, 500);
+  EXPECT_TRUE(Contains(r.body, "at fault_helpers.py:12 in _require_positive")) << r.body;
+  ExpectServes("raises_in_helper");
+  // A load error: in the load's answer and in the index's reason.
+  s = LoadModel("fails_in_helper");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_TRUE(Contains(s.error_message(), "KeyError: \"fails_in_helper: the state has no 'table' "
+                                          "entry\" at fault_helpers.py:21 in _require_weights"))
+      << s.error_message();
+  testing::HttpReply index = Http("POST", "/v2/repository/index", "{}");
+  EXPECT_TRUE(Contains(index.body, "at fault_helpers.py:21 in _require_weights")) << index.body;
+  // The whole traceback is in the log at verbose level.
+  std::string text = ReadLog(log);
+  EXPECT_TRUE(Contains(text, "Traceback (most recent call last)")) << text;
+  EXPECT_TRUE(Contains(text, "<torch_package_")) << text;
+}
+
 TEST_F(FaultTest, ClientLeavingAQueuedRequestDropsItAndTheServerServesOn) {
   MakeRepository({"slow.mpk", "failing.mpk"});
   Start({"--model-control-mode=explicit", "--load-model=slow", "--load-model=failing",

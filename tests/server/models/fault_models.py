@@ -7,6 +7,8 @@ import sys
 
 import torch
 
+import fault_helpers
+
 
 class WrongOutput(torch.nn.Module):
     """Declares one FP32 output shaped like its input; the first element
@@ -53,6 +55,27 @@ class FailsToLoad(torch.nn.Module):
         if "_manypy" not in sys.modules:
             return super().__setstate__(state)
         raise RuntimeError("fails_to_load refuses to load: its weights file is gone")
+
+    def forward(self, x):
+        return x
+
+
+class RaisesInHelper(torch.nn.Module):
+    """Doubles its input; a negative one makes fault_helpers raise, two calls
+    deep: an inference error whose message names that file and line."""
+
+    def forward(self, x):
+        return fault_helpers.check_input(x) * 2
+
+
+class FailsToLoadInHelper(torch.nn.Module):
+    """Raises while being unpickled inside a manypy interpreter, two calls
+    deep in fault_helpers: a load error whose reason names that file and line."""
+
+    def __setstate__(self, state):
+        if "_manypy" not in sys.modules:  # exporting: load normally
+            return super().__setstate__(state)
+        fault_helpers.check_state(state)
 
     def forward(self, x):
         return x
