@@ -31,7 +31,8 @@
 // so a definition in the program, exported to the dynamic symbol table,
 // comes first. The override skips only a registration that is the very same
 // one again (same operator and same debug string "file:line"); any other
-// conflict still reaches libtorch and fails as before. One more case is the
+// conflict still reaches libtorch and fails as before. The same holds for a
+// copied extension module's TORCH_LIBRARY (registerLibrary, below). One more case is the
 // same definition: a schema that a non-owner interpreter's torch.library
 // stand-in defined first (shim's define_operator), defined again, identical,
 // by the first interpreter's own torch.library.
@@ -56,6 +57,8 @@ void* NextDefinition(const char* mangled) {
 constexpr const char* kRegisterDef =
     "_ZN3c1010Dispatcher11registerDefENS_14FunctionSchemaENSt7__cxx1112basic_stringIcSt11char_"
     "traitsIcESaIcEEESt6vectorIN2at3TagESaISA_EE";
+constexpr const char* kRegisterLibrary =
+    "_ZN3c1010Dispatcher15registerLibraryENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEES6_";
 constexpr const char* kRegisterHandler =
     "_ZN4c10d13control_plane15registerHandlerERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaI"
     "cEEESt8functionIFvRKNS0_7RequestERNS0_8ResponseEEE";
@@ -79,6 +82,26 @@ RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, std::strin
     return RegistrationHandleRAII([] {});  // the first definition stays
   }
   return real(this, std::move(schema), std::move(debug), std::move(tags));
+}
+
+// A Python extension module copied per interpreter that opens its namespace
+// with TORCH_LIBRARY (torchaudio 2.6's _torchaudio_sox: TORCH_LIBRARY(torchaudio_sox))
+// opens it again from the second copy: "Only a single TORCH_LIBRARY can be
+// used to register the namespace", thrown inside dlopen. Skipped when the
+// earlier registration is the same one (same debug string "file:line"); the
+// copy's definitions are then skipped by registerDef above and its kernels
+// replace the earlier copy's (identical C++; libtorch warns once).
+RegistrationHandleRAII Dispatcher::registerLibrary(std::string ns, std::string debug) {
+  using Real = RegistrationHandleRAII (*)(Dispatcher*, std::string, std::string);
+  static Real real = reinterpret_cast<Real>(NextDefinition(kRegisterLibrary));
+  try {
+    return real(this, ns, debug);
+  } catch (const c10::Error& e) {
+    const std::string same = "was " + debug + "; latest registration was " + debug;
+    if (std::string(e.what()).find(same) == std::string::npos) throw;
+    g_skipped_definitions++;
+    return RegistrationHandleRAII([] {});
+  }
 }
 }  // namespace c10
 
@@ -107,7 +130,7 @@ TorchHookCounts TorchHooks() { return {g_skipped_definitions.load(), g_skipped_h
 
 Status CheckTorchHooksActive() {
 #if MANYPY_TORCH_HOOKS
-  for (const char* mangled : {kRegisterDef, kRegisterHandler}) {
+  for (const char* mangled : {kRegisterDef, kRegisterLibrary, kRegisterHandler}) {
     void* bound = dlsym(RTLD_DEFAULT, mangled);
     void* ours = nullptr;
     Dl_info info;

@@ -4,6 +4,11 @@
 
 #include <string>
 
+#if MANYPY_TORCH_HOOKS
+#include <ATen/ATen.h>
+#include <c10/core/RefcountedDeleter.h>
+#endif
+
 #include "interpreters/python_error.h"
 
 namespace manypy::shim {
@@ -84,6 +89,27 @@ void ThrowPythonError() {
   throw PythonError(std::move(name), std::move(message), std::move(traceback));
 }
 
+// The tensor this interpreter gets for a host tensor: its own TensorImpl over
+// the same bytes (no copy). PyTorch 2.x tags the StorageImpl too
+// (StorageImpl::pyobj_slot): once one interpreter has wrapped a storage
+// (torch.package's loader calls tensor._typed_storage() on every weight), a
+// second interpreter may wrap it only while the first one's Python storage
+// object is alive, else "cannot allocate PyObject for Tensor on interpreter
+// ... already used by another torch deploy interpreter" (seen loading
+// fault_models' scaled in 2 interpreters at once). So on 2.x each interpreter
+// also gets its own StorageImpl, sharing the data through a refcounted deleter
+// (c10/core/RefcountedDeleter.h), as THPStorage_Wrap does itself.
+static at::Tensor OwnTensor(const at::Tensor& tensor) {
+#if MANYPY_TORCH_HOOKS
+  if (tensor.defined() && tensor.has_storage()) {
+    c10::Storage storage = c10::newStorageImplFromRefcountedDataPtr(tensor.storage());
+    return at::empty({0}, tensor.options())
+        .set_(storage, tensor.storage_offset(), tensor.sizes(), tensor.strides());
+  }
+#endif
+  return tensor.detach();
+}
+
 PyObject* ToPython(const Value& value) {
   using K = Value::Kind;
   switch (value.kind()) {
@@ -97,7 +123,7 @@ PyObject* ToPython(const Value& value) {
     case K::kTensor:
       // A TensorImpl remembers the first interpreter that wrapped it; give this
       // interpreter its own TensorImpl over the same storage (no data copy).
-      return THPVariable_Wrap(value.to_tensor().detach());
+      return THPVariable_Wrap(OwnTensor(value.to_tensor()));
     case K::kList:
     case K::kTuple: {
       const auto& items = value.items();

@@ -158,11 +158,31 @@ def _hold_weakly_in_linecache(importer):
     importer_ref, filenames = weakref.ref(importer), []
     for filename, entry in list(linecache.cache.items()):
         get_lines = entry[0] if len(entry) == 1 else None
-        if getattr(getattr(get_lines, "func", None), "__self__", None) is importer:
+        module_name = _lazy_module_name(get_lines, importer)
+        if module_name is not None:
             linecache.cache[filename] = (functools.partial(_weak_source, importer_ref,
-                                                           *get_lines.args),)
+                                                           module_name),)
             filenames.append(filename)
     weakref.finalize(importer, _drop_lines, filenames)
+
+
+def _lazy_module_name(get_lines, importer):
+    """The module name a linecache.lazycache entry reads through
+    importer.get_source, or None when the entry is not the importer's.
+    Python 3.11 stores functools.partial(get_source, name); 3.13 a closure
+    get_lines(name=name) over get_source."""
+    if getattr(getattr(get_lines, "func", None), "__self__", None) is importer:
+        return get_lines.args[0]
+    cells = getattr(get_lines, "__closure__", None) or ()
+    defaults = getattr(get_lines, "__defaults__", None) or ()
+    for cell in cells:
+        try:
+            bound = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if getattr(bound, "__self__", None) is importer and defaults:
+            return defaults[0]
+    return None
 
 
 def load(path, entry_point, storages, device="cpu", source=None, name=None):
