@@ -277,7 +277,7 @@ Status Dispatcher::InterruptedStatus(const Execution& execution, const Inference
   }
   // Queued requests that end so are answered alike (Expire). A deadline that
   // passed comes first: gRPC also reports such a call as cancelled.
-  if (Clock::now() >= request.client_deadline || !request.cancelled || !request.cancelled()) {
+  if (Clock::now() >= request.client_deadline || !request.ClientLeft()) {
     return DeadlineExceeded("the deadline of the request to model '" + name +
                             "' passed while it ran; the call was interrupted after " +
                             Seconds(ran) + " s");
@@ -289,7 +289,7 @@ Status Dispatcher::InterruptedStatus(const Execution& execution, const Inference
 void Dispatcher::Expire(const DispatchedModel& model, RequestPtr request) {
   const std::string& name = model.manifest().name;
   // A deadline that passed comes first: gRPC also reports such a call as cancelled.
-  if (Clock::now() < request->deadline && request->cancelled && request->cancelled()) {
+  if (Clock::now() < request->deadline && request->ClientLeft()) {
     FinishRequest(model, std::move(request),
                   Cancelled("the client cancelled its request to model '" + name + "' before it ran"),
                   {}, 0);
@@ -306,7 +306,7 @@ void Dispatcher::Expire(const DispatchedModel& model, RequestPtr request) {
 bool Dispatcher::NoOneWaits(const Execution& execution, Clock::time_point now) {
   if (now >= execution.deadline) return true;
   for (const auto& r : execution.requests) {
-    bool gone = now >= r->client_deadline || (r->cancelled && r->cancelled());
+    bool gone = now >= r->client_deadline || r->ClientLeft();
     if (!gone) return false;
   }
   return !execution.requests.empty();
@@ -320,23 +320,24 @@ void Dispatcher::Watch() {
     std::vector<ExecutionPtr> overdue;
     for (const auto& e : running_) {
       if (e->answered) continue;
+      // Whether the watchdog still looks out for this call's clients and deadlines.
+      bool watch_clients = !e->no_one_waits && e->model->executable().interruptible();
       if (now >= e->interrupt_at) {
         overdue.push_back(e);
         e->interrupt_at = now + options_.reinterrupt_interval;
-      } else if (!e->no_one_waits && e->model->executable().interruptible() && NoOneWaits(*e, now)) {
+      } else if (watch_clients && NoOneWaits(*e, now)) {
         // Every client left or gave up at its deadline: free the interpreter
         // for requests that still have one, as the execution limit would, but
         // now. Fired again every reinterrupt_interval, as an overdue one: a
         // call that has not armed its hook yet, or that caught the exception,
         // still ends.
         e->no_one_waits = true;
+        watch_clients = false;
         e->interrupt_at = now + options_.reinterrupt_interval;
         overdue.push_back(e);
       }
       wake = std::min(wake, e->interrupt_at);
-      if (!e->no_one_waits && e->model->executable().interruptible()) {
-        wake = std::min(wake, e->deadline);
-      }
+      if (watch_clients) wake = std::min(wake, e->deadline);
     }
     std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> expired;
     for (const auto& model : models_) {
@@ -411,6 +412,5 @@ std::vector<Dispatcher::ModelLoad> Dispatcher::Loads() const {
   }
   return out;
 }
-
 
 }  // namespace manypy

@@ -44,6 +44,8 @@ struct InferenceRequest {
   Clock::time_point client_deadline = Clock::time_point::max();
   /// Optional: whether the client gave up (checked before running).
   std::function<bool()> cancelled;
+  /// Whether the client has gone (cancelled, disconnected); false without a `cancelled`.
+  bool ClientLeft() const { return cancelled && cancelled(); }
   /// Finish, called once from any thread: `encode` turns the model's outputs
   /// (this request's rows, manifest order) into the frontend's response
   /// (INTERNAL, naming the output, when they break the manifest); `reply`

@@ -17,7 +17,7 @@ void Scheduler::Expire(Clock::time_point now, std::vector<RequestPtr>* expired,
                        Clock::time_point* wake) {
   for (auto it = queue_.begin(); it != queue_.end();) {
     InferenceRequest& r = **it;
-    if (r.deadline <= now || (r.cancelled && r.cancelled())) {
+    if (r.deadline <= now || r.ClientLeft()) {
       expired->push_back(std::move(*it));
       it = queue_.erase(it);
       continue;
