@@ -43,6 +43,7 @@ MODELS = (
     "deeplabv3_mobilenet_v3_large",
     "wav2vec2_base",
     "tiny_decoder",
+    "char_lm",
 )
 
 

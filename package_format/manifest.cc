@@ -165,6 +165,14 @@ std::pair<int, int> MajorMinor(const std::string& v) {
 
 }  // namespace
 
+std::string StreamingProblem(const Manifest& m) {
+  if (!m.streaming) return "";
+  if (m.platform != kPythonPlatform) return "only a Python model (platform " + std::string(kPythonPlatform) + ") can stream";
+  if (m.batching.dynamic)
+    return "a streaming model answers each request on its own: it cannot batch dynamically";
+  return "";
+}
+
 std::string DynamicBatchingProblem(bool dynamic, int64_t max_batch_size) {
   if (dynamic && max_batch_size <= 0) return "dynamic batching needs max_batch_size > 0";
   return "";
@@ -216,7 +224,8 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
   std::vector<std::string> fields = {
       "schema_version", "name", "version", "platform", "entry_point", "method", "inputs",
       "outputs", "max_batch_size", "batching", "instance_count", "max_queue_size",
-      "max_execution_seconds", "default_timeout_microseconds", "device", "description"};
+      "max_execution_seconds", "default_timeout_microseconds", "device", "description",
+      "streaming"};
   if (m.schema_version >= 2) fields.push_back("packaged_with");
   MANYPY_RETURN_IF_ERROR(f.Only(fields));
   if (m.schema_version >= 2) MANYPY_RETURN_IF_ERROR(ParsePackagedWith(f, &m.packaged_with));
@@ -265,6 +274,9 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
   if (m.device != "cpu" && m.device != "cuda" && !cuda_n)
     return f.Error("device", "unknown device '" + m.device + "' (expected cpu, cuda or cuda:N)");
   MANYPY_RETURN_IF_ERROR(f.String("description", false, &m.description));
+  MANYPY_RETURN_IF_ERROR(f.Bool("streaming", &m.streaming));
+  std::string problem = StreamingProblem(m);
+  if (!problem.empty()) return f.Error("streaming", problem);
   return m;
 }
 

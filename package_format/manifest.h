@@ -71,6 +71,9 @@ struct Manifest {
   int64_t default_timeout_microseconds = 0;  ///< deadline of requests without one; 0 = none
   std::string device = "cpu";  ///< "cpu", "cuda" or "cuda:N"
   std::string description;
+  /// The model's method is a generator (or returns an iterator): each value it
+  /// yields is one response (Triton's decoupled transaction policy).
+  bool streaming = false;
   PackagedWith packaged_with;  ///< required from schema version 2
   bool operator==(const Manifest& o) const;
 };
@@ -90,6 +93,11 @@ std::string ManifestToJson(const Manifest& manifest);
 /// requests can only be joined along a batch dimension, so `dynamic` needs
 /// max_batch_size > 0. Empty when it holds, else why not.
 std::string DynamicBatchingProblem(bool dynamic, int64_t max_batch_size);
+
+/// The streaming rules: only a Python model streams, and never with dynamic
+/// batching (each request's generator yields its own responses). Empty when
+/// they hold (or the model does not stream), else why not.
+std::string StreamingProblem(const Manifest& manifest);
 
 /// Ok when a server running PyTorch `server_torch` (e.g. "1.13.1") can load an archive
 /// with `manifest`: one packaged under a newer major.minor PyTorch cannot be (its pickles

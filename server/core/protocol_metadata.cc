@@ -29,7 +29,7 @@ void SetDuration(uint64_t count, uint64_t ns, inference::StatisticDuration* d) {
 void FillServerMetadata(inference::ServerMetadataResponse* response) {
   response->set_name(kServerName);
   response->set_version(MANYPY_VERSION);  // from VERSION, through CMake
-  for (const char* e : {"model_repository", "model_repository(unload_dependents)", "statistics"}) {
+  for (const char* e : {"model_repository", "model_repository(unload_dependents)", "statistics", "generate"}) {
     response->add_extensions(e);
   }
 }
@@ -56,6 +56,8 @@ void FillModelConfig(const Model& model, inference::ModelConfigResponse* respons
   c->set_platform(m.platform);
   c->set_backend("manypy");
   c->set_max_batch_size(static_cast<int32_t>(m.max_batch_size));
+  // As Triton reports a decoupled model: set for a streaming one.
+  if (m.streaming) c->mutable_model_transaction_policy()->set_decoupled(true);
   for (const auto& in : m.inputs) {
     auto* i = c->add_input();
     i->set_name(in.name);

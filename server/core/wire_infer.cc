@@ -14,6 +14,34 @@ void FillResponseHeader(const Manifest& m, const inference::ModelInferRequest& w
   *response->mutable_parameters() = wire.parameters();
 }
 
+// Sends a streaming model's responses to `stream`: each waits for room in
+// the stream's window, is encoded like a unary response, and is handed on.
+Status StreamTo(const Manifest* m, const inference::ModelInferRequest* wire,
+                const std::shared_ptr<WireStream>& stream, InferenceRequest* request) {
+  if (stream == nullptr) {
+    return InvalidArgument("model '" + m->name +
+                           "' streams its responses: call it with gRPC ModelStreamInfer, or "
+                           "HTTP POST /v2/models/" + m->name + "/generate_stream (or /generate "
+                           "for a model that yields one response)");
+  }
+  stream->streams = true;
+  request->stream = [m, wire, stream, deadline = request->client_deadline,
+                     client_left = request->cancelled](std::vector<Value>& outputs,
+                                                       std::chrono::microseconds stall_limit) {
+    Status room = stream->window->Acquire(m->name, stall_limit, deadline, client_left);
+    if (!room.ok()) return room;
+    inference::ModelInferResponse response;
+    FillResponseHeader(*m, *wire, &response);
+    Status encoded = EncodeOutputs(outputs, *m, *wire, &response);
+    if (!encoded.ok()) {
+      stream->window->Release();
+      return encoded;
+    }
+    return stream->send(std::move(response));
+  };
+  return Status::Ok();
+}
+
 }  // namespace
 
 void InferWire(ModelManager* models, const inference::ModelInferRequest* wire,
@@ -40,10 +68,13 @@ void InferWire(ModelManager* models, const inference::ModelInferRequest* wire,
                                    options.deadline, request.get());
     request->times.prepared = Clock::now();
     const Manifest* m = &model->manifest();  // the model outlives its requests
-    request->encode = [m, wire, response](std::vector<Value>& outputs) {
-      FillResponseHeader(*m, *wire, response);
-      return EncodeOutputs(outputs, *m, *wire, response);
-    };
+    if (status.ok() && m->streaming) status = StreamTo(m, wire, options.stream, request.get());
+    if (!m->streaming) {
+      request->encode = [m, wire, response](std::vector<Value>& outputs) {
+        FillResponseHeader(*m, *wire, response);
+        return EncodeOutputs(outputs, *m, *wire, response);
+      };
+    }
     if (!status.ok()) {
       model->Reject(std::move(request), status);
       return;

@@ -4,16 +4,36 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 
 #include "proto/grpc_service.pb.h"
+#include "server/core/stream_window.h"
 #include "server/lifecycle/model_manager.h"
 
 namespace manypy {
 
-/// How a frontend's client may end a request early.
+/// How a frontend that can carry several responses per request (gRPC
+/// ModelStreamInfer, HTTP generate) takes a streaming model's responses.
+struct WireStream {
+  /// Called from the worker for each response, in order, once `window` has
+  /// room for it: the frontend queues it for the client and calls
+  /// window->Release() when it has been written or dropped. OK to go on; any
+  /// other status ends the stream with it (a frontend that takes only so many).
+  std::function<Status(inference::ModelInferResponse response)> send;
+  std::shared_ptr<StreamWindow> window = std::make_shared<StreamWindow>();
+  /// Set by InferWire, before the request is queued, when the model streams:
+  /// then its responses go to `send` and the final reply carries only the
+  /// status (InferWire's `response` stays empty).
+  bool streams = false;
+};
+
+/// How a frontend's client may end a request early, and how it takes a stream.
 struct WireCallOptions {
   Clock::time_point deadline = Clock::time_point::max();  ///< the client's, if any
   std::function<bool()> cancelled;                        ///< optional
+  /// Null for a call with one response (gRPC ModelInfer, HTTP infer): a
+  /// streaming model refuses it, naming the calls that stream.
+  std::shared_ptr<WireStream> stream;
 };
 
 /// Prepares `wire` for its model and hands it to the model's scheduler.

@@ -107,10 +107,11 @@ GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelUnload(
 
 void InferFromWire(InferenceServer* server, grpc::CallbackServerContext* ctx,
                    const inference::ModelInferRequest* wire, inference::ModelInferResponse* response,
-                   std::function<void(const Status&)> reply) {
+                   std::function<void(const Status&)> reply, std::shared_ptr<WireStream> stream) {
   WireCallOptions options;
   options.deadline = SteadyDeadline(ctx);
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
+  options.stream = std::move(stream);
   server->Infer(wire, response, std::move(options), std::move(reply));
 }
 

@@ -1,13 +1,20 @@
 // StreamInferReactor: one ModelStreamInfer call. Reads requests as they come,
 // prepares each on the gRPC thread and hands it to its model's scheduler,
-// and writes one ModelStreamInferResponse per request as each finishes
-// (errors in error_message; the stream stays open). Writes are serialized;
-// the reactor deletes itself when gRPC is done with it.
+// and writes each request's responses as they come: one for an ordinary
+// model; for a streaming (decoupled) model one per value it yields, each
+// with the parameter triton_final_response=false, then, when the request
+// asked for it with triton_enable_empty_final_response, an empty response
+// with triton_final_response=true, as Triton's decoupled models answer.
+// Errors go in error_message (the stream stays open). Writes are serialized;
+// a streaming request holds at most StreamWindow's capacity unwritten. The
+// reactor deletes itself when gRPC is done with it.
 #pragma once
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <set>
 
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/core/inference_server.h"
@@ -15,10 +22,12 @@
 namespace manypy {
 
 /// Prepare -> Schedule for one wire request; `reply` is called once with the
-/// final status after `response` has been filled (from any thread).
+/// final status after `response` has been filled (from any thread). With
+/// `stream`, a streaming model's responses go to it instead.
 void InferFromWire(InferenceServer* server, grpc::CallbackServerContext* ctx,
                    const inference::ModelInferRequest* wire, inference::ModelInferResponse* response,
-                   std::function<void(const Status&)> reply);
+                   std::function<void(const Status&)> reply,
+                   std::shared_ptr<WireStream> stream = nullptr);
 
 class StreamInferReactor final
     : public grpc::ServerBidiReactor<inference::ModelInferRequest,
@@ -28,20 +37,33 @@ class StreamInferReactor final
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
+  /// The client cancelled or the call broke: every stream stops waiting for room.
+  void OnCancel() override;
   void OnDone() override { delete this; }
 
  private:
-  void Enqueue(inference::ModelStreamInferResponse response);
+  struct Outgoing {
+    inference::ModelStreamInferResponse response;
+    std::shared_ptr<StreamWindow> window;  ///< released once written; null for a final response
+  };
+  /// Queues one response; `final` ends its request (which may end the call).
+  void Enqueue(Outgoing out, bool final);
   void MaybeFinishLocked();  // REQUIRES: mu_
+  /// The final answer to one request: its error, its one response (ordinary
+  /// model), or (streaming model) the empty final response if asked for.
+  void Reply(const Status& status, const inference::ModelInferRequest& wire,
+             inference::ModelStreamInferResponse* response, const std::shared_ptr<WireStream>& stream);
 
   grpc::CallbackServerContext* const ctx_;
   InferenceServer* const server_;
   inference::ModelInferRequest incoming_;  // owned by the read in flight
 
   std::mutex mu_;
-  std::deque<inference::ModelStreamInferResponse> outbox_;  // guarded by mu_; front() is being written
+  std::deque<Outgoing> outbox_;  // guarded by mu_; front() is being written
+  std::set<std::shared_ptr<StreamWindow>> windows_;  // guarded by mu_: of requests not yet answered
   bool writing_ = false;       // guarded by mu_
   bool reads_done_ = false;    // guarded by mu_
+  bool broken_ = false;        // guarded by mu_: a write failed or the call was cancelled
   int running_ = 0;            // guarded by mu_: requests not yet answered
   bool finished_ = false;      // guarded by mu_
 };

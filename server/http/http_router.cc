@@ -3,8 +3,11 @@
 #include <rapidjson/document.h>
 
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <vector>
 
+#include "server/http/generate_codec.h"
 #include "server/http/http_status.h"
 #include "server/http/infer_codec.h"
 #include "server/http/proto_json.h"
@@ -127,7 +130,13 @@ void HttpRouter::Route(HttpRequest r, std::function<void(HttpResponse)> respond)
     }
     std::string action = p.size() == rest ? "" : p.size() == rest + 1 ? p[rest] : "?";
     if (action == "infer" && post) return Infer(std::move(r), name, version, std::move(respond));
-    if (!get || action == "?" || action == "infer") return respond(NoRoute(r));
+    if ((action == "generate" || action == "generate_stream") && post) {
+      return Generate(std::move(r), name, version, action == "generate_stream", std::move(respond));
+    }
+    if (!get || action == "?" || action == "infer" || action == "generate" ||
+        action == "generate_stream") {
+      return respond(NoRoute(r));
+    }
     if (action == "ready") {
       // As the other model routes: an error names why it is not ready.
       Status s = server_->ModelReady(name, version);
@@ -205,6 +214,109 @@ void HttpRouter::Infer(HttpRequest r, const std::string& model, const std::strin
               if (out.inference_header_length) out.content_type = "application/octet-stream";
               respond(std::move(out));
             });
+}
+
+}  // namespace manypy
+
+namespace manypy {
+namespace {
+
+// One server-sent event carrying `json`.
+std::string Event(const std::string& json) { return "data: " + json + "\n\n"; }
+
+// A generate error as the body of an event or a response: {"error": message}.
+std::string ErrorJson(const Status& status) { return HttpRouter::Error(status).body; }
+
+}  // namespace
+
+void HttpRouter::Generate(HttpRequest r, const std::string& model, const std::string& version,
+                          bool stream, std::function<void(HttpResponse)> respond) {
+  // The model's inputs type the request's fields.
+  inference::ModelMetadataResponse metadata;
+  Status found = server_->ModelMetadata(model, version, &metadata);
+  if (!found.ok()) {
+    return server_->Refuse(model, version, found,
+                           [&respond](const Status& status) { respond(Error(status)); });
+  }
+  auto wire = std::make_shared<inference::ModelInferRequest>();
+  int64_t timeout_us = 0;
+  Status decoded = DecodeGenerateRequest(r.body, metadata, version, wire.get(), &timeout_us);
+  if (!decoded.ok()) {
+    return server_->Refuse(model, version, decoded,
+                           [&respond](const Status& status) { respond(Error(status)); });
+  }
+  r.body.clear();
+  WireCallOptions options;
+  if (timeout_us > 0) options.deadline = Clock::now() + std::chrono::microseconds(timeout_us);
+  options.cancelled = std::move(r.cancelled);
+  options.stream = std::make_shared<WireStream>();
+  // /generate keeps one response: it needs room for no more.
+  if (!stream) options.stream->window = std::make_shared<StreamWindow>(1);
+  auto response = std::make_shared<inference::ModelInferResponse>();
+  std::weak_ptr<StreamWindow> window = options.stream->window;
+  auto release = [window] {
+    if (auto w = window.lock()) w->Release();
+  };
+
+  if (stream) {
+    // The header goes out at once; each response follows as one event.
+    auto events = std::make_shared<HttpEventStream>();
+    HttpResponse head;
+    head.events = events;
+    respond(std::move(head));
+    options.stream->send = [events, release](inference::ModelInferResponse partial) {
+      StatusOr<std::string> json = EncodeGenerateResponse(partial);
+      events->Push({Event(json.ok() ? *json : ErrorJson(json.status())), release});
+      return Status::Ok();
+    };
+    std::shared_ptr<WireStream> s = options.stream;
+    server_->Infer(wire.get(), response.get(), std::move(options),
+                   [wire, response, events, s](const Status& status) {
+                     if (!status.ok()) {
+                       events->Push({Event(ErrorJson(status)), nullptr});
+                     } else if (!s->streams) {  // an ordinary model: its one response
+                       StatusOr<std::string> json = EncodeGenerateResponse(*response);
+                       events->Push({Event(json.ok() ? *json : ErrorJson(json.status())), nullptr});
+                     }
+                     events->End();
+                   });
+    return;
+  }
+
+  // /generate: one response. A streaming model must yield exactly one; a
+  // second ends its stream with a reason that names /generate_stream.
+  struct One {
+    std::mutex mu;
+    std::optional<inference::ModelInferResponse> response;  // guarded by mu
+  };
+  auto one = std::make_shared<One>();
+  options.stream->send = [one, release, model](inference::ModelInferResponse partial) {
+    release();
+    std::lock_guard<std::mutex> lock(one->mu);
+    if (one->response) {
+      return InvalidArgument("model '" + model +
+                             "' yielded more than one response: /generate answers with one; "
+                             "call /generate_stream for all of them");
+    }
+    one->response = std::move(partial);
+    return Status::Ok();
+  };
+  std::shared_ptr<WireStream> s = options.stream;
+  server_->Infer(wire.get(), response.get(), std::move(options),
+                 [wire, response, one, s, respond = std::move(respond)](const Status& status) {
+                   if (!status.ok()) return respond(Error(status));
+                   const inference::ModelInferResponse* answer = response.get();
+                   if (s->streams) {
+                     std::lock_guard<std::mutex> lock(one->mu);
+                     if (!one->response) {
+                       return respond(Error(Internal("model '" + wire->model_name() +
+                                                     "' yielded no response")));
+                     }
+                     answer = &*one->response;
+                   }
+                   StatusOr<std::string> json = EncodeGenerateResponse(*answer);
+                   respond(json.ok() ? HttpResponse{200, *json} : Error(json.status()));
+                 });
 }
 
 }  // namespace manypy

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "server/core/inference_server.h"
+#include "server/http/http_event_stream.h"
 
 namespace manypy {
 
@@ -32,6 +33,9 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::optional<size_t> inference_header_length;
   std::vector<std::pair<std::string, std::string>> headers;  ///< more fields (WWW-Authenticate)
+  /// Set for a server-sent-events response (text/event-stream): `body` is
+  /// unused; the connection writes the events as they come, then closes.
+  std::shared_ptr<HttpEventStream> events;
 
   HttpResponse WithStatus(int code) && {
     status = code;
@@ -59,6 +63,10 @@ class HttpRouter {
  private:
   void Infer(HttpRequest request, const std::string& model, const std::string& version,
              std::function<void(HttpResponse)> respond);
+  /// The generate extension: one JSON response (`stream` false) or server-sent
+  /// events, one per response (`stream` true, /generate_stream).
+  void Generate(HttpRequest request, const std::string& model, const std::string& version,
+                bool stream, std::function<void(HttpResponse)> respond);
   /// Handle's routing, once the request's token has been accepted.
   void Route(HttpRequest request, std::function<void(HttpResponse)> respond);
 

@@ -104,6 +104,7 @@ void BasicHttpSession<Stream>::OnRead(beast::error_code ec, size_t) {
   }
   request.body = std::move(req.body());
   auto gone = std::make_shared<std::atomic<bool>>(false);
+  gone_ = gone;
   request.cancelled = [gone] { return gone->load(); };
   bool keep_alive = req.keep_alive();
   unsigned version = req.version();
@@ -137,6 +138,7 @@ void BasicHttpSession<Stream>::WatchForDisconnect(std::shared_ptr<std::atomic<bo
 
 template <typename Stream>
 void BasicHttpSession<Stream>::Reply(HttpResponse r, bool keep_alive, unsigned version) {
+  if (r.events) return ReplyWithEvents(std::move(r), version);
   response_ = std::make_shared<Response>(static_cast<http::status>(r.status), version);
   response_->set(http::field::server, "manypy");
   response_->set(http::field::content_type, r.content_type);
@@ -153,6 +155,68 @@ void BasicHttpSession<Stream>::Reply(HttpResponse r, bool keep_alive, unsigned v
   beast::get_lowest_layer(stream_).expires_after(limits_.read_timeout);
   http::async_write(stream_, *response_,
                     beast::bind_front_handler(&BasicHttpSession::OnWrite, this->shared_from_this(), !keep_alive));
+}
+
+template <typename Stream>
+void BasicHttpSession<Stream>::ReplyWithEvents(HttpResponse r, unsigned version) {
+  events_ = std::move(r.events);
+  using Header = http::response<http::empty_body>;
+  auto header = std::make_shared<Header>(static_cast<http::status>(r.status), version);
+  header->set(http::field::server, "manypy");
+  header->set(http::field::content_type, "text/event-stream");
+  header->set(http::field::cache_control, "no-cache");
+  for (const auto& [field, value] : r.headers) header->set(field, value);
+  header->chunked(true);
+  header->keep_alive(false);  // the stream's end is the connection's
+  auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*header);
+  // Unlike Reply, the disconnect watch stays: the client may leave while the
+  // model computes its next response, when no write would notice.
+  beast::get_lowest_layer(stream_).expires_after(limits_.read_timeout);
+  http::async_write_header(stream_, *serializer,
+                           [self = this->shared_from_this(), header, serializer](beast::error_code ec, size_t) {
+                             if (ec) return self->EndEvents(true);
+                             self->WriteNextEvent();
+                           });
+}
+
+template <typename Stream>
+void BasicHttpSession<Stream>::WriteNextEvent() {
+  if (!events_) return;  // a wake posted before the stream broke
+  HttpEventStream::Event event;
+  bool ended = false;
+  auto self = this->shared_from_this();
+  auto wake = [self] { net::post(self->stream_.get_executor(), [self] { self->WriteNextEvent(); }); };
+  if (!events_->Next(&event, &ended, wake)) {
+    if (!ended) {
+      // Waiting for the model, not for the client: no timeout.
+      beast::get_lowest_layer(stream_).expires_never();
+      return;
+    }
+    beast::get_lowest_layer(stream_).expires_after(limits_.read_timeout);
+    net::async_write(stream_, http::make_chunk_last(),
+                     [self](beast::error_code ec, size_t) { self->EndEvents(static_cast<bool>(ec)); });
+    return;
+  }
+  auto data = std::make_shared<std::string>(std::move(event.data));
+  // A client that stops reading is cut off, as for any response.
+  beast::get_lowest_layer(stream_).expires_after(limits_.read_timeout);
+  net::async_write(stream_, http::make_chunk(net::buffer(*data)),
+                   [self, data, written = std::move(event.written)](beast::error_code ec, size_t) {
+                     if (written) written();
+                     if (ec) return self->EndEvents(true);
+                     self->WriteNextEvent();
+                   });
+}
+
+template <typename Stream>
+void BasicHttpSession<Stream>::EndEvents(bool broke) {
+  if (broke) {
+    if (gone_) gone_->store(true);  // the request's stream ends at its next response
+    events_->Abandon();
+  }
+  events_.reset();
+  --*in_flight_;
+  Close();
 }
 
 template <typename Stream>

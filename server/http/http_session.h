@@ -49,6 +49,12 @@ class BasicHttpSession : public std::enable_shared_from_this<BasicHttpSession<St
   /// request still queued is dropped instead of run).
   void WatchForDisconnect(std::shared_ptr<std::atomic<bool>> gone);
   void Reply(HttpResponse response, bool keep_alive, unsigned version);
+  /// Reply for server-sent events: the header (chunked), then each event as a
+  /// chunk as it comes, then the last chunk and the connection's end.
+  void ReplyWithEvents(HttpResponse response, unsigned version);
+  void WriteNextEvent();
+  /// The events' connection ended (`broke`: a write failed: the client left).
+  void EndEvents(bool broke);
   void OnWrite(bool close, boost::beast::error_code ec, size_t bytes);
   void Close();
 
@@ -56,6 +62,8 @@ class BasicHttpSession : public std::enable_shared_from_this<BasicHttpSession<St
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<Response> response_;  // the write in flight
+  std::shared_ptr<HttpEventStream> events_;  // the event stream being written, if any
+  std::shared_ptr<std::atomic<bool>> gone_;  // whether the current request's client left
   HttpRouter* const router_;
   const HttpSessionLimits limits_;
   const std::shared_ptr<std::atomic<int>> in_flight_;

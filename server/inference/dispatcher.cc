@@ -216,6 +216,7 @@ bool Dispatcher::TEST_SlotHeld(size_t slot) const {
 void Dispatcher::Run(size_t slot, Execution& execution) {
   DispatchedModel& model = *execution.model;
   const Manifest& m = model.manifest();
+  if (m.streaming) return RunStream(slot, execution);
   int64_t rows = 0;
   for (auto& r : execution.requests) {
     r->times.started = execution.started;
@@ -263,10 +264,62 @@ void Dispatcher::Run(size_t slot, Execution& execution) {
   }
 }
 
+void Dispatcher::RunStream(size_t slot, Execution& execution) {
+  DispatchedModel& model = *execution.model;
+  const Manifest& m = model.manifest();
+  // A streaming model never batches (manifest and settings refuse it): one request.
+  RequestPtr& request = execution.requests.front();
+  request->times.started = execution.started;
+  InferenceObserver* observer = GetInferenceObserver();
+  if (observer != nullptr) observer->OnExecutionStarted(m.name, m.version, slot);
+  const std::chrono::microseconds limit = model.limits().max_execution;
+  ResponseSink sink = [&](std::vector<Value>& outputs) -> Status {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (execution.answered) return Unavailable("the server shut down during the stream");
+      execution.interrupt_at = Clock::time_point::max();  // the reader's time is not the model's
+    }
+    Status sent = request->stream
+                      ? request->stream(outputs, limit)
+                      : Internal("model '" + m.name + "' streams, but its request has no stream");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (limit.count() > 0) execution.interrupt_at = Clock::now() + limit;
+    return sent;
+  };
+  std::string error_type;
+  Status status = model.executable().RunStream(slot, JoinInputs(execution.requests), &execution.hook,
+                                               sink, &error_type);
+  Clock::time_point computed = Clock::now();
+  bool interrupted = execution.hook.fired();
+  if (interrupted) error_type.clear();  // our interrupt, not the model's exception
+  RecordExecution(model, slot, request->batch_rows, execution.started, computed, error_type);
+  bool no_one_waits = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (execution.answered) return;  // by Abandon
+    execution.answered = true;
+    no_one_waits = execution.no_one_waits;
+  }
+  request->times.computed = computed;
+  // The sink's own reason (the client left, stalled) stands; an interrupt
+  // that ended the model's computing says why it came.
+  if (interrupted && (status.ok() || status.code() == StatusCode::kInternal)) {
+    auto ran = std::chrono::duration_cast<std::chrono::microseconds>(computed - execution.started);
+    status = InterruptedStatus(execution, *request, no_one_waits, ran);
+  }
+  int64_t rows = request->batch_rows;
+  FinishRequest(model, std::move(request), std::move(status), {}, rows);
+}
+
 Status Dispatcher::InterruptedStatus(const Execution& execution, const InferenceRequest& request,
                                      bool no_one_waits, std::chrono::microseconds ran) {
   const DispatchedModel& model = *execution.model;
   const std::string& name = model.manifest().name;
+  if (!no_one_waits && model.manifest().streaming) {
+    return DeadlineExceeded("model '" + name + "' took longer than its execution limit of " +
+                            Seconds(model.limits().max_execution) +
+                            " s to yield its next response and was interrupted");
+  }
   if (!no_one_waits) {
     return DeadlineExceeded("model '" + name + "' ran longer than its execution limit of " +
                             Seconds(model.limits().max_execution) + " s and was " +

@@ -100,6 +100,10 @@ class Dispatcher {
   void Work(size_t slot);
   void Watch();
   void Run(size_t slot, Execution& execution);
+  /// Run for a streaming model: its one request's responses go to the
+  /// request's `stream` as the model yields them. The execution limit bounds
+  /// the model's time to each response, not the client's time to read it.
+  void RunStream(size_t slot, Execution& execution);
   /// The next execution any free worker may start, or null; REQUIRES: mu_.
   /// Expired requests found on the way go to `expired`.
   ExecutionPtr FindWork(Clock::time_point now, Clock::time_point* wake,

@@ -42,6 +42,10 @@ class InterruptHook {
   bool fired_ = false;               // guarded by mu_
 };
 
+/// Where a streaming call hands each response: its outputs in manifest order.
+/// OK to go on; any other status ends the stream with that status.
+using ResponseSink = std::function<Status(std::vector<Value>& outputs)>;
+
 class Executable {
  public:
   virtual ~Executable() = default;
@@ -73,6 +77,18 @@ class Executable {
                                                          std::string* error_type) {
     (void)error_type;
     return Run(slot, inputs, hook);
+  }
+  /// Calls a streaming model (the manifest's `streaming`) once on slot `slot`:
+  /// hands each response it yields to `sink`, in order, on this thread.
+  /// Returns OK when the model's stream ended; the sink's status when the
+  /// sink ended it (the model's generator is closed first: GeneratorExit at
+  /// its yield); else the model's failure as RunReportingError (the
+  /// responses already handed on stand). `hook` is armed while the model
+  /// computes, not while the sink runs. By default: not a streaming model.
+  virtual Status RunStream(size_t slot, const std::vector<Value>& inputs, InterruptHook* hook,
+                           const ResponseSink& sink, std::string* error_type) {
+    (void)slot, (void)inputs, (void)hook, (void)sink, (void)error_type;
+    return Internal("this model does not stream its responses");
   }
   /// Whether firing the hook stops a running call (Python can be interrupted;
   /// a TorchScript call cannot and runs to its end).

@@ -102,7 +102,8 @@ void LogOutcome(const FinishTarget& target, const InferenceRequest& request, con
 void Finish(const FinishTarget& target, InferenceRequest& request, Status status,
             std::vector<Value>* outputs, int64_t batch_rows) {
   RequestTimes& t = request.times;
-  if (status.ok() && outputs != nullptr) status = request.encode(*outputs);
+  // A streaming request's responses were encoded as they went.
+  if (status.ok() && outputs != nullptr && request.encode) status = request.encode(*outputs);
   t.finished = Clock::now();
   if (target.stats != nullptr) {
     Count(*target.stats, status, t);

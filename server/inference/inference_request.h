@@ -52,6 +52,15 @@ struct InferenceRequest {
   /// then answers the client with the final status.
   std::function<Status(std::vector<Value>& outputs)> encode;
   std::function<void(const Status& status)> reply;
+  /// Set for a request to a streaming model (and then `encode` is not):
+  /// called from the worker for each response the model yields, in order,
+  /// with its outputs (manifest order). Encodes and queues it for the client,
+  /// waiting while the stream already holds its limit of unwritten responses.
+  /// A non-OK status ends the stream: CANCELLED (the client left),
+  /// DEADLINE_EXCEEDED (the client read nothing for `stall_limit`, or its
+  /// deadline passed), INTERNAL (the outputs break the manifest). `reply`
+  /// then gives the final status.
+  std::function<Status(std::vector<Value>& outputs, std::chrono::microseconds stall_limit)> stream;
   RequestTimes times;
 };
 

@@ -1,6 +1,7 @@
 # Runs inside every manypy interpreter: loads a model archive with
 # torch.package, taking tensor storages from the host's single mapping of the
 # archive (so all interpreters share one copy of the weights), and calls it.
+import collections.abc
 import functools
 import importlib
 import linecache
@@ -302,3 +303,63 @@ def infer(model, method, output_names, device, inputs):
     if device != "cpu":
         outputs = [_to(o, "cpu") for o in outputs]
     return outputs
+
+
+def _is_stream(result):
+    return isinstance(result, collections.abc.Iterator) and not isinstance(result, torch.Tensor)
+
+
+class Stream:
+    """One request to a streaming model: its generator (or iterator), read
+    one response at a time by the worker that runs it."""
+
+    def __init__(self, model, method, output_names, device, inputs):
+        global _running
+        call = model if not method or method == "forward" else getattr(model, method)
+        if device != "cpu":
+            inputs = [_to(i, device) for i in inputs]
+        self._model = model
+        self._output_names = output_names
+        self._device = device
+        _running = model
+        try:
+            with torch.inference_mode():
+                result = call(*inputs)
+        finally:
+            _running = None
+        if not _is_stream(result):
+            raise ModelOutputError(
+                f"the manifest says the model streams, but it returned a "
+                f"{type(result).__name__} (a streaming model's method is a generator or returns "
+                f"an iterator)")
+        self._responses = result
+
+    def next(self):
+        """The next response's outputs in manifest order (on the CPU), or
+        None when the stream has ended."""
+        global _running
+        _running = self._model
+        try:
+            with torch.inference_mode():
+                response = next(self._responses)
+        except StopIteration:
+            return None
+        finally:
+            _running = None
+        outputs = _as_output_list(response, self._output_names)
+        if self._device != "cpu":
+            outputs = [_to(o, "cpu") for o in outputs]
+        return outputs
+
+    def close(self):
+        """Ends the stream early (the client left): a generator gets
+        GeneratorExit at its yield and runs its finally blocks."""
+        close = getattr(self._responses, "close", None)
+        if close is not None:
+            with torch.inference_mode():
+                close()
+
+
+def start_stream(model, method, output_names, device, inputs):
+    """Calls a streaming model with the inputs in manifest order: its Stream."""
+    return Stream(model, method, output_names, device, inputs)

@@ -75,6 +75,11 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
       !problem.empty()) {
     return InvalidArgument("model '" + m.name + "': " + problem + " (a batch dimension)");
   }
+  if (m.streaming && s.batching.dynamic) {
+    return InvalidArgument("model '" + m.name +
+                           "' streams its responses: it cannot batch dynamically "
+                           "(dynamic_batching=true)");
+  }
   if (queue < 1) return InvalidArgument("model '" + m.name + "': max_queue_size must be >= 1");
   s.instance_count = instances == 0 ? interpreters
                                     : std::min<size_t>(static_cast<size_t>(instances), interpreters);

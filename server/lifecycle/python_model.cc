@@ -106,8 +106,9 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
   });
   Value method(manifest.method);
   Value names = OutputNames(manifest);
+  const char* run = manifest.streaming ? "start_stream" : "infer";
   ReplicatedObject runner = pool->Replicate([=](InterpreterSession& s) {
-    Obj infer = s.DefineModule(kRuntimeModule, kModelRuntimeSource).Attr("infer");
+    Obj infer = s.DefineModule(kRuntimeModule, kModelRuntimeSource).Attr(run);
     return s.Global("functools", "partial").CallWith({infer, model.In(s), s.FromValue(method),
                                                       s.FromValue(names), s.FromValue(device)});
   });
@@ -186,23 +187,70 @@ StatusOr<std::vector<Value>> PythonModel::RunReportingError(size_t slot,
     Value outputs = runner_.In(session).Call({Value::List(inputs)}).ToValue();
     result = outputs.items();
   } catch (const PythonError& e) {
-    *error_type = e.type();
-    // sys.exit() in a model ends that call, not the server: SystemExit is
-    // an exception like any other until it reaches the top of a program,
-    // and a model's forward is never that.
-    const char* exit_note =
-        e.type() == "SystemExit"
-            ? " (the model called sys.exit; the server and this interpreter serve on)"
-            : "";
-    LogTraceback("model '" + manifest().name + "'", e);
-    result = Internal("model '" + manifest().name + "' raised " + e.what() +
-                      DescribeArchiveFrames(e.traceback()) + exit_note);
+    result = ModelRaised(e, error_type);
   } catch (const std::exception& e) {
     result = Internal("model '" + manifest().name + "' failed: " + e.what());
   }
   hook->Disarm();
   session.EndInterruptible(token);
   return result;
+}
+
+Status PythonModel::ModelRaised(const PythonError& e, std::string* error_type) const {
+  *error_type = e.type();
+  // sys.exit() in a model ends that call, not the server: SystemExit is
+  // an exception like any other until it reaches the top of a program,
+  // and a model's forward is never that.
+  const char* exit_note =
+      e.type() == "SystemExit"
+          ? " (the model called sys.exit; the server and this interpreter serve on)"
+          : "";
+  LogTraceback("model '" + manifest().name + "'", e);
+  return Internal("model '" + manifest().name + "' raised " + e.what() +
+                  DescribeArchiveFrames(e.traceback()) + exit_note);
+}
+
+Status PythonModel::RunStream(size_t slot, const std::vector<Value>& inputs, InterruptHook* hook,
+                              const ResponseSink& sink, std::string* error_type) {
+  if (!manifest().streaming) return Executable::RunStream(slot, inputs, hook, sink, error_type);
+  InterpreterSession session = pool_->AcquireAt(slot);
+  uint64_t token = session.BeginInterruptible();
+  auto arm = [&] { hook->Arm([pool = pool_, slot, token] { pool->Interrupt(slot, token); }); };
+  Status status;
+  try {
+    arm();
+    Obj stream = runner_.In(session).Call({Value::List(inputs)});
+    Obj next = stream.Attr("next");
+    for (;;) {
+      Value outputs = next.Call().ToValue();
+      if (outputs.is_none()) break;
+      // Waiting for the client to read is not the model's time: an interrupt
+      // now would land in whatever Python runs next, not in the model.
+      hook->Disarm();
+      std::vector<Value> items = outputs.items();
+      status = sink(items);
+      if (!status.ok()) {
+        try {
+          stream.Attr("close").Call();  // GeneratorExit at the model's yield
+        } catch (const PythonError& e) {
+          // The stream ends with the sink's reason either way; the model's
+          // cleanup failing is the operator's to see.
+          Log(LogLevel::kWarning, "model '" + manifest().name + "' raised " + e.what() +
+                                      " while its stream was closed" +
+                                      DescribeArchiveFrames(e.traceback()));
+        }
+        break;
+      }
+      arm();
+    }
+  } catch (const PythonError& e) {
+    status = ModelRaised(e, error_type);
+  } catch (const std::exception& e) {
+    status = Internal("model '" + manifest().name + "' failed: " + e.what());
+  }
+  hook->Disarm();
+  session.EndInterruptible(token);
+  return status;
 }
 
 }  // namespace manypy

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "interpreters/pool.h"
+#include "interpreters/python_error.h"
 #include "package_format/archive.h"
 #include "package_format/mapped_storages.h"
 #include "server/inference/executable.h"
@@ -57,6 +58,10 @@ class PythonModel final : public Executable {
                                                  InterruptHook* hook,
                                                  std::string* error_type) override;
 
+  /// Runs a streaming model once on interpreter `slot` (Executable::RunStream).
+  Status RunStream(size_t slot, const std::vector<Value>& inputs, InterruptHook* hook,
+                   const ResponseSink& sink, std::string* error_type) override;
+
   /// Runs the model once on any interpreter: `inputs` in manifest order
   /// (tensors, or lists of bytes for BYTES inputs); returns the outputs in
   /// manifest order. Throws PythonError when the model raises.
@@ -78,13 +83,18 @@ class PythonModel final : public Executable {
 
   /// Runs interpreter `slot`'s cyclic garbage collector (never throws).
   void CollectGarbage(size_t slot);
+  /// The INTERNAL status for the model's exception `e` (logging its whole
+  /// traceback at verbose); its type goes to `*error_type`.
+  Status ModelRaised(const PythonError& e, std::string* error_type) const;
 
   // Constant after Load.
   InterpreterPool* const pool_;
   std::unique_ptr<PackageArchive> archive_;
   std::shared_ptr<MappedStorages> storages_;
   ReplicatedObject model_;   // the user's model object
-  ReplicatedObject runner_;  // infer(model, method, output names, inputs) bound to it
+  // infer(inputs), or for a streaming model start_stream(inputs), with the
+  // model, method, output names and device bound.
+  ReplicatedObject runner_;
   std::mutex released_mu_;
   std::vector<bool> released_;  // guarded by released_mu_: per interpreter, by Release
 };

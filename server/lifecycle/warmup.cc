@@ -37,10 +37,21 @@ Status WarmUp(Executable& model, const Manifest& m, size_t slot, int64_t runs) {
   std::vector<Value> inputs = SignatureInputs(m);
   InterruptHook hook;  // nothing interrupts a warm-up
   for (int64_t i = 0; i < runs; ++i) {
-    auto out = model.Run(slot, inputs, &hook);
-    if (!out.ok()) {
+    Status status;
+    if (m.streaming) {
+      // Its first response is the warm-up; the rest of the stream is not needed.
+      const Status enough = Cancelled("warm-up has its first response");
+      std::string ignored;
+      status = model.RunStream(slot, inputs, &hook, [&](std::vector<Value>&) { return enough; },
+                               &ignored);
+      if (status.code() == StatusCode::kCancelled) status = Status::Ok();
+    } else {
+      auto out = model.Run(slot, inputs, &hook);
+      status = out.ok() ? Status::Ok() : out.status();
+    }
+    if (!status.ok()) {
       return Internal("warm-up of model '" + m.name + "' with inputs made from its signature failed: " +
-                      out.status().message());
+                      status.message());
     }
   }
   return Status::Ok();

@@ -39,7 +39,7 @@ _TOP_LEVEL_FIELDS = {
     "max_batch_size": False, "batching": False, "instance_count": False,
     "max_queue_size": False, "max_execution_seconds": False,
     "default_timeout_microseconds": False,
-    "device": False, "description": False, "packaged_with": False,
+    "device": False, "description": False, "packaged_with": False, "streaming": False,
 }  # field -> required (packaged_with: required from schema version 2)
 _PACKAGED_WITH_FIELDS = ("torch", "python", "manypy")
 _VERSION_RE = re.compile(r"^[0-9][A-Za-z0-9.+_-]{0,63}$")
@@ -272,7 +272,23 @@ def validate_manifest(manifest):
         _check_string(manifest["device"], "device", _DEVICE_RE)
     if "description" in manifest:
         _check_string(manifest["description"], "description")
+    if "streaming" in manifest:
+        _validate_streaming(manifest)
     return manifest
+
+
+def _validate_streaming(manifest):
+    """The rules of SCHEMA.md's `streaming` (those of manifest.cc's StreamingProblem)."""
+    streaming = manifest["streaming"]
+    if not isinstance(streaming, bool):
+        _fail("streaming", f"must be true or false, got {streaming!r}")
+    if not streaming:
+        return
+    if manifest.get("platform", PLATFORM) != PLATFORM:
+        _fail("streaming", f"only a Python model (platform {PLATFORM}) can stream")
+    if manifest.get("batching", {}).get("dynamic", False):
+        _fail("streaming", "a streaming model answers each request on its own: it cannot "
+              "batch dynamically")
 
 
 def normalize_batching(batching):
@@ -302,7 +318,8 @@ def packaging_versions():
 def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0,
                    batching=None, instance_count=0, device="cpu", description="",
                    method=None, max_queue_size=0, max_execution_seconds=0,
-                   default_timeout_microseconds=0, platform=PLATFORM, packaged_with=None):
+                   default_timeout_microseconds=0, platform=PLATFORM, packaged_with=None,
+                   streaming=False):
     """Returns a validated manifest dict. inputs/outputs take dicts or
     (name, datatype, shape) tuples. packaged_with defaults to this Python's
     packaging_versions()."""
@@ -330,6 +347,8 @@ def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0
             manifest[field] = value
     manifest["device"] = device
     manifest["description"] = description
+    if streaming:  # written only when set, as above
+        manifest["streaming"] = True
     manifest["packaged_with"] = dict(packaged_with or packaging_versions())
     return validate_manifest(manifest)
 

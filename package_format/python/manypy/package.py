@@ -18,8 +18,11 @@ Public API: export, export_factory, load_model, read_manifest,
 archive_entries, check_archive, example_inputs_for, datatype_of.
 """
 
+import collections.abc
 import importlib
 import importlib.util
+import inspect
+import itertools
 import io
 import json
 import os
@@ -84,7 +87,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
            example_inputs=None, max_batch_size=0, batching=None,
            instance_count=0, device="cpu", description="", intern=None,
            extern=None, method=None, modules=None, more_example_inputs=None,
-           dynamic_dims=None):
+           dynamic_dims=None, streaming=None):
     """Writes ``model`` to the archive ``path`` with entry point kind "pickle".
 
     name defaults to the file name without extension. inputs/outputs are
@@ -111,18 +114,22 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
     take an installed package into the archive. method names the attribute the
     server calls (default: model(...)). modules lists extra module names or
     objects to intern with their dependencies, e.g. the module that built a
-    model whose classes live elsewhere. Returns the manifest dict.
+    model whose classes live elsewhere. streaming (None: detected) says
+    whether the method yields its responses (SCHEMA.md): it is detected when
+    the method is a generator function or returns an iterator for the
+    examples, whose yielded values then give the outputs' signature.
+    Returns the manifest dict.
     """
     _check_not_main(model)
     name = _default_name(name, path)
-    inputs, outputs = _resolve_signature(model, inputs, outputs, example_inputs,
-                                         max_batch_size, method, more_example_inputs,
-                                         dynamic_dims)
+    inputs, outputs, streamed = _resolve_signature(model, inputs, outputs, example_inputs,
+                                                   max_batch_size, method, more_example_inputs,
+                                                   dynamic_dims)
     manifest = _manifest.build_manifest(
         name, version, {"kind": "pickle", "package": PICKLE_PACKAGE, "resource": PICKLE_RESOURCE},
         inputs, outputs, max_batch_size=max_batch_size, batching=batching,
         instance_count=instance_count, device=device, description=description,
-        method=method)
+        method=method, streaming=_streaming(model, method, streamed, streaming))
     _warn_if_not_servable(model)
     module_names = [_module_name(m) for m in (modules or [])]
 
@@ -142,7 +149,7 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
                    example_inputs=None, max_batch_size=0, batching=None,
                    instance_count=0, device="cpu", description="", intern=None,
                    extern=None, method=None, check_weights=True, more_example_inputs=None,
-                   dynamic_dims=None):
+                   dynamic_dims=None, streaming=None):
     """Writes an archive with entry point kind "factory": the server imports
     the interned module and calls ``factory()`` (no arguments) to build the
     model. module_file_or_name is a path to a .py file or an importable
@@ -164,15 +171,16 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
     name = _default_name(name, path)
 
     model = None
+    streamed = False
     if example_inputs is not None or (state_dict is not None and check_weights):
         model = fn()
         if state_dict is not None:
             _load_state_dict(model, state_dict)
     if example_inputs is not None:
         _warn_if_not_servable(model)
-        inputs, outputs = _resolve_signature(model, inputs, outputs, example_inputs,
-                                             max_batch_size, method, more_example_inputs,
-                                             dynamic_dims)
+        inputs, outputs, streamed = _resolve_signature(model, inputs, outputs, example_inputs,
+                                                       max_batch_size, method,
+                                                       more_example_inputs, dynamic_dims)
     elif outputs is None or inputs is None:
         raise ValueError("outputs: inputs and outputs are required unless example_inputs is given")
 
@@ -182,7 +190,8 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
     manifest = _manifest.build_manifest(
         name, version, entry, inputs, outputs, max_batch_size=max_batch_size,
         batching=batching, instance_count=instance_count, device=device,
-        description=description, method=method)
+        description=description, method=method,
+        streaming=_streaming(model, method, streamed, streaming))
 
     def write(exporter):
         exporter.save_text(_manifest.MANIFEST_PACKAGE, _manifest.MANIFEST_RESOURCE,
@@ -517,17 +526,81 @@ def _run_example(call, args, max_batch_size, outputs, where):
         arg_specs.append((datatype, _strip_batch(shape, max_batch_size, batch, f"{where}[{i}]")))
     with torch.inference_mode():
         result = call(*args)
+        responses = _first_responses(result, where) if _is_stream(result) else [result]
     if result is None:
         raise ValueError(f"outputs: the model returned None for {where}; there is nothing to serve")
-    found = []
-    for i, (key, value) in enumerate(_split_outputs(result, outputs)):
-        if value is None:
-            found.append((key, None, None))
+    # A stream's responses share one signature: dimensions that differ
+    # between them (a text piece's length) become -1.
+    per_response = []
+    for n, response in enumerate(responses):
+        found = []
+        at = where if len(responses) == 1 else f"{where}, response {n}"
+        for i, (key, value) in enumerate(_split_outputs(response, outputs)):
+            if value is None:
+                found.append((key, None, None))
+                continue
+            field = f"output {key!r}" if key is not None else f"output {i}"
+            datatype, shape = _value_spec(value, f"{field} ({at})")
+            found.append((key, datatype, _strip_batch(shape, max_batch_size, batch, field)))
+        per_response.append(found)
+    return arg_specs, responses[0], _merge_responses(per_response, where), _is_stream(result)
+
+
+# How many responses of a streaming model's example are read for its signature.
+_EXAMPLE_RESPONSES = 16
+
+
+def _is_stream(result):
+    """Whether a model's result is a stream of responses (a generator or
+    another iterator; a tensor is iterable but not an iterator)."""
+    return isinstance(result, collections.abc.Iterator) and not isinstance(result, torch.Tensor)
+
+
+def _first_responses(stream, where):
+    """Up to _EXAMPLE_RESPONSES values the stream yields (then closes it)."""
+    try:
+        responses = list(itertools.islice(stream, _EXAMPLE_RESPONSES))
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    if not responses:
+        raise ValueError(f"outputs: the streaming model yielded nothing for {where}; there is "
+                         f"nothing to serve")
+    return responses
+
+
+def _merge_responses(per_response, where):
+    """One [(key, datatype, shape)] for all of a stream's responses."""
+    first = per_response[0]
+    merged = []
+    for i, (key, datatype, shape) in enumerate(first):
+        values = [r[i] for r in per_response if i < len(r)]
+        if len(values) != len(per_response) or any(v[0] != key for v in values):
+            raise ValueError(f"outputs: the streaming model's responses for {where} hold "
+                             f"different outputs ({[[k for k, _, _ in r] for r in per_response]})")
+        if any(v[1] is None for v in values):
+            merged.append((key, None, None))
             continue
+        datatypes = {v[1] for v in values}
         field = f"output {key!r}" if key is not None else f"output {i}"
-        datatype, shape = _value_spec(value, f"{field} ({where})")
-        found.append((key, datatype, _strip_batch(shape, max_batch_size, batch, field)))
-    return arg_specs, result, found
+        if len(datatypes) > 1:
+            raise ValueError(f"{field}: the responses for {where} give datatypes {sorted(datatypes)}")
+        merged.append((key, datatype, _merge_shapes([v[2] for v in values], field)))
+    return merged
+
+
+def _streaming(model, method, streamed, streaming):
+    """The manifest's `streaming`: as given, else whether the examples
+    streamed or the method is a generator function."""
+    if streaming is not None:
+        return bool(streaming)
+    if streamed:
+        return True
+    if model is None:
+        return False
+    call = getattr(model, method or "forward", None)
+    return inspect.isgeneratorfunction(call)
 
 
 def _apply_dynamic_dims(dynamic_dims, inputs, outputs):
@@ -549,7 +622,8 @@ def _apply_dynamic_dims(dynamic_dims, inputs, outputs):
 
 def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, method,
                        more_example_inputs=None, dynamic_dims=None):
-    """Returns (inputs, outputs) as normalized spec lists, running the
+    """Returns (inputs, outputs, streamed) as normalized spec lists (and
+    whether the model streamed its responses for the examples), running the
     examples (if any) to infer or check them: dimensions that differ between
     examples become -1, as do those dynamic_dims names; outputs that are None
     for an example are left out (with a warning)."""
@@ -567,7 +641,7 @@ def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, m
                              "(then they are inferred from one run)")
         if dynamic_dims:
             _apply_dynamic_dims(dynamic_dims, inputs, outputs)
-        return inputs, outputs
+        return inputs, outputs, False
 
     call = getattr(model, method) if method else model
     examples = [_as_args(example_inputs)] + [_as_args(e) for e in (more_example_inputs or [])]
@@ -633,7 +707,7 @@ def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, m
             _check_declared_outputs(outputs, run[2], is_dict)
     if dynamic_dims:
         _apply_dynamic_dims(dynamic_dims, inputs, outputs)
-    return inputs, outputs
+    return inputs, outputs, any(run[3] for run in runs)
 
 
 def _warn_none_outputs(dropped, kept):

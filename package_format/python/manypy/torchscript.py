@@ -59,9 +59,9 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None, example
     dict."""
     scripted = compile_model(model, mode, example_inputs)
     name = _package._default_name(name, path)
-    inputs, outputs = _package._resolve_signature(scripted, inputs, outputs, example_inputs,
-                                                  max_batch_size, method,
-                                                  dynamic_dims=dynamic_dims)
+    inputs, outputs, _ = _package._resolve_signature(scripted, inputs, outputs, example_inputs,
+                                                     max_batch_size, method,
+                                                     dynamic_dims=dynamic_dims)
     for field, specs in (("inputs", inputs), ("outputs", outputs)):
         for i, spec in enumerate(specs):
             if spec["datatype"] == "BYTES":
