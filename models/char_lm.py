@@ -1,6 +1,6 @@
 """char_lm: a small character-level language model that streams its text.
 
-A GRU (2 layers, hidden 128) over byte_tokenizer's 95 printable characters,
+A GRU (2 layers, hidden 128) over _byte_tokenizer's 95 printable characters,
 random weights (torch.manual_seed(11)). `forward` is a generator: it reads
 the prompt, then yields one piece of text per generated character (sampled
 at temperature 0.8 from a generator seeded by the prompt, so the same prompt
@@ -14,7 +14,7 @@ Signature (Triton's generate names): text_input BYTES [1], max_tokens INT64
 import torch
 from torch import nn
 
-import byte_tokenizer
+import _byte_tokenizer as byte_tokenizer
 
 HIDDEN = 128
 MAX_TOKENS = 512

@@ -10,6 +10,10 @@ namespace manypy {
 namespace {
 
 constexpr auto kWatchdogPeriod = std::chrono::milliseconds(100);
+// How long a streaming model whose clients all left may compute before it is
+// interrupted: at its next yield its stream closes the generator cleanly
+// (GeneratorExit, its finally blocks run), which an interrupt would not.
+constexpr auto kStreamCloseGrace = std::chrono::milliseconds(100);
 
 std::string Seconds(std::chrono::microseconds d) {
   char text[32];
@@ -356,6 +360,12 @@ void Dispatcher::Expire(const DispatchedModel& model, RequestPtr request) {
                 {}, 0);
 }
 
+bool Dispatcher::StreamGraceOver(Execution& execution, Clock::time_point now) {
+  if (!execution.model->manifest().streaming) return true;
+  if (execution.no_one_waits_since == Clock::time_point::max()) execution.no_one_waits_since = now;
+  return now - execution.no_one_waits_since >= kStreamCloseGrace;
+}
+
 bool Dispatcher::NoOneWaits(const Execution& execution, Clock::time_point now) {
   if (now >= execution.deadline) return true;
   for (const auto& r : execution.requests) {
@@ -378,7 +388,7 @@ void Dispatcher::Watch() {
       if (now >= e->interrupt_at) {
         overdue.push_back(e);
         e->interrupt_at = now + options_.reinterrupt_interval;
-      } else if (watch_clients && NoOneWaits(*e, now)) {
+      } else if (watch_clients && NoOneWaits(*e, now) && StreamGraceOver(*e, now)) {
         // Every client left or gave up at its deadline: free the interpreter
         // for requests that still have one, as the execution limit would, but
         // now. Fired again every reinterrupt_interval, as an overdue one: a

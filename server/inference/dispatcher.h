@@ -94,6 +94,11 @@ class Dispatcher {
     /// Guarded by mu_: interrupted because every request's client left or its
     /// deadline passed (not for its execution limit).
     bool no_one_waits = false;
+    /// Guarded by mu_: when the watchdog first saw no one waiting for a
+    /// streaming execution (max: not yet). Its generator gets a grace period
+    /// to reach its next yield, where it is closed (GeneratorExit), before
+    /// the watchdog interrupts it.
+    Clock::time_point no_one_waits_since = Clock::time_point::max();
   };
   using ExecutionPtr = std::shared_ptr<Execution>;
 
@@ -116,6 +121,10 @@ class Dispatcher {
   /// each one's client has gone (cancelled, disconnected) or its deadline has
   /// passed. REQUIRES: mu_, and `execution` not answered yet.
   static bool NoOneWaits(const Execution& execution, Clock::time_point now);
+  /// For a streaming execution no one waits for: whether its grace period
+  /// (to reach its next yield) is over at `now`, starting it if need be.
+  /// True for any other. REQUIRES: mu_.
+  static bool StreamGraceOver(Execution& execution, Clock::time_point now);
   /// Why the interrupted `execution` ended, for `request` (its client left:
   /// CANCELLED; its deadline passed: DEADLINE_EXCEEDED; else its execution
   /// limit). `ran`: how long it ran.

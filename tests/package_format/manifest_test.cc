@@ -328,6 +328,11 @@ TEST(ManifestTest, RejectsEveryRuleBrokenOnce) {
        "manifest field 'batching.dynamic': expected a boolean, got a string"},
       {"dynamic without batch", set("max_batch_size", 0),
        "manifest field 'batching.dynamic': dynamic batching needs max_batch_size > 0"},
+      {"streaming string", set("streaming", "yes"),
+       "manifest field 'streaming': expected a boolean, got a string"},
+      {"streaming with dynamic batching", set("streaming", true),
+       "manifest field 'streaming': a streaming model answers each request on its own: it "
+       "cannot batch dynamically"},
       {"preferred 0", [](json& j) { j["batching"]["preferred_batch_sizes"] = {0}; },
        "manifest field 'batching.preferred_batch_sizes[0]': 0 is not an integer in "
        "1..max_batch_size (8)"},

@@ -151,6 +151,28 @@ class ExampleModelsTest(unittest.TestCase):
             swapped = model(args[0].flip(1))
         self.assertFalse(torch.allclose(swapped[:, -1], result[:, 0], atol=1e-3))
 
+    def test_char_lm(self):
+        module = make_repository.load("char_lm")
+        self.assertTrue(module.__doc__.startswith("char_lm:"))
+        model = module.build()
+        self.assertFalse(model.training)
+        prompt, count = module.example_inputs()
+
+        def text(p, n):
+            with torch.inference_mode():
+                pieces = [r["text_output"] for r in model(p, torch.tensor([n]))]
+            for piece in pieces:  # one printable character per response
+                self.assertEqual(len(piece), 1)
+                self.assertEqual(len(piece[0]), 1)
+                self.assertTrue(0x20 <= piece[0][0] <= 0x7E, piece)
+            return b"".join(p[0] for p in pieces)
+
+        self.assertEqual(len(text(prompt, int(count[0]))), int(count[0]))
+        self.assertEqual(text([b"abc"], 20), text([b"abc"], 20))  # the prompt seeds the sampler
+        self.assertEqual(len(text([b"abc"], 0)), module.DEFAULT_TOKENS)
+        with self.assertRaisesRegex(ValueError, "max_tokens: 513 is not in 1..512"):
+            text([b"abc"], 513)
+
     def test_two_io(self):
         _, args, result = self.check_model("two_io", None)
         self.assertTrue(torch.equal(result["SUM"], torch.tensor([11.0, 22.0, 33.0, 44.0])))

@@ -3,7 +3,8 @@
 batched_double, and as TorchScript (platform torchscript) double_sum_ts and
 failing_ts; cuda/needs_cuda and missing_module/needs_missing_module in
 folders of their own (models every server here must refuse to load), and
-none_output/sometimes_none (an output that may be None); the fault-injection
+none_output/sometimes_none (an output that may be None); the streaming
+models in streaming/ (streaming_models.py); the fault-injection
 models in faults/ and swap/ (fault_models.py); in torch_versions/, two_io as
 packaged under PyTorch 1.13 (testdata/two_io_torch1_13.mpk, made on Debian
 12) and under 2.6 (packaged here; on a torch older than 2.6 its manifest says
@@ -25,6 +26,7 @@ sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python")]
 import manypy.package  # noqa: E402
 import manypy.torchscript  # noqa: E402
 import fault_models  # noqa: E402
+import streaming_models  # noqa: E402
 import server_test_models as m  # noqa: E402
 
 
@@ -104,6 +106,27 @@ def export_torch_versions(out):
         M.packaging_versions = real
 
 
+def export_streaming_models(out):
+    """streaming/: ticker (its streaming detected from its example's
+    generator), raises_after_three and wrong_type (detected from forward
+    being a generator function)."""
+    import torch
+    folder = os.path.join(out, "streaming")
+    os.makedirs(folder, exist_ok=True)
+    one = lambda name: (name, "INT64", [1])  # noqa: E731
+    manypy.package.export(
+        streaming_models.Ticker(), os.path.join(folder, "ticker.mpk"), name="ticker",
+        inputs=[one("COUNT"), one("DELAY_MS"), one("SIZE"), ("MARKER", "BYTES", [1])],
+        outputs=[("INDEX", "INT64", [1]), ("DATA", "FP32", [-1])],
+        example_inputs=(torch.tensor([2]), torch.tensor([0]), torch.tensor([3]), [b""]))
+    io = {"inputs": [("INPUT__0", "FP32", [-1])], "outputs": [("OUTPUT__0", "FP32", [-1])]}
+    manypy.package.export(streaming_models.RaisesAfterThree(),
+                          os.path.join(folder, "raises_after_three.mpk"),
+                          name="raises_after_three", **io)
+    manypy.package.export(streaming_models.WrongType(), os.path.join(folder, "wrong_type.mpk"),
+                          name="wrong_type", **io)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -148,6 +171,7 @@ def main():
             dynamic_dims={"INPUT__0": [0], "OUTPUT__0": [0]})
     assert [o["name"] for o in manifest["outputs"]] == ["OUTPUT__0"], manifest["outputs"]
     export_fault_models(out)
+    export_streaming_models(out)
     export_torch_versions(out)
     print(f"wrote echo_all, failing, slow, spin, batched_double, double_sum_ts, failing_ts, "
           f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none, "

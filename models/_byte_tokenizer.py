@@ -1,4 +1,4 @@
-"""byte_tokenizer: char_lm's tokenizer, a module of its own (interned with it).
+"""_byte_tokenizer: char_lm's tokenizer, a module of its own (interned with it).
 
 Token ids are the 95 printable ASCII characters (space to '~') at 0..94;
 anything else in a prompt becomes '?'. Decoding is the inverse, one
