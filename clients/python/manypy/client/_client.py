@@ -406,3 +406,36 @@ class InferenceClient:
             raise InferenceServerError.from_rpc_error(e) from None
         if problem:
             raise problem[0]
+
+    def generate_stream(self, model, inputs, version="", request_id="", timeout=None,
+                        parameters=None):
+        """Runs one request on ModelStreamInfer and yields an InferResult per
+        response as it arrives: for a streaming (decoupled) model one per
+        value its generator yields, for any other model its one response.
+        Asks for Triton's empty final response
+        (triton_enable_empty_final_response) to know where the stream ends,
+        and stops there. An error (from the model mid-stream, or a refusal)
+        raises InferenceServerError after the responses before it. Arguments
+        as infer(); closing the generator early cancels the request (the
+        server closes the model's generator)."""
+        params = dict(parameters or {})
+        params["triton_enable_empty_final_response"] = True
+        request = self.make_request(model, inputs, None, version, request_id,
+                                    parameters=params, timeout=timeout)
+        call = self._stub.ModelStreamInfer(iter([request]), timeout=self._deadline(timeout),
+                                           metadata=self._metadata)
+        try:
+            for response in call:
+                if response.error_message:
+                    raise InferenceServerError.from_stream_message(response.error_message)
+                final = response.infer_response.parameters.get("triton_final_response")
+                if final is None:  # an ordinary model: its one response
+                    yield InferResult(response.infer_response)
+                    return
+                if final.bool_param:
+                    return
+                yield InferResult(response.infer_response)
+        except grpc.RpcError as e:
+            raise InferenceServerError.from_rpc_error(e) from None
+        finally:
+            call.cancel()  # no-op once the stream is done; else the server stops the model

@@ -272,6 +272,60 @@ class HttpInferenceClient:
                 failed = pb.ModelInferResponse(id=str(request_id), model_name=model)
                 yield InferResult(failed, e)
 
+    # --- the generate extension ---------------------------------------------
+
+    def generate(self, model, fields, version="", timeout=None, parameters=None):
+        """POST /generate: `fields` is {input name: a JSON value} (a string,
+        number or boolean, or nested lists of them); returns the response as
+        a dict {output name: value, "model_name", "model_version"}. A
+        streaming model must yield exactly one response here (else use
+        generate_stream)."""
+        body = self._generate_body(fields, parameters)
+        status, _, data = self._request("POST", self._model_path(model, version) + "/generate",
+                                        body, {"Content-Type": "application/json"}, timeout)
+        if status != 200:
+            raise self._error(status, data)
+        return json.loads(data)
+
+    def generate_stream(self, model, fields, version="", timeout=None, parameters=None):
+        """POST /generate_stream: yields each response (a dict, as generate())
+        as its server-sent event arrives. An error event raises
+        InferenceServerError after the responses before it."""
+        body = self._generate_body(fields, parameters)
+        connection = self._connection(self.timeout if timeout is None else timeout)
+        try:
+            headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+            if self._authorization:
+                headers["Authorization"] = self._authorization
+            connection.request("POST", self._model_path(model, version) + "/generate_stream",
+                               body=body, headers=headers)
+            response = connection.getresponse()
+            if response.status != 200:
+                raise self._error(response.status, response.read())
+            for line in response:  # http.client undoes the chunking
+                if not line.startswith(b"data: "):
+                    continue
+                event = json.loads(line[6:])
+                if "error" in event and len(event) == 1:
+                    # The stream's status was 200 already: the event has only the message.
+                    raise InferenceServerError("UNKNOWN", event["error"])
+                yield event
+        except TimeoutError:
+            raise InferenceServerError("DEADLINE_EXCEEDED", "no response within the timeout") from None
+        except (http.client.HTTPException, OSError) as e:
+            raise InferenceServerError("UNAVAILABLE", str(e)) from None
+        finally:
+            connection.close()  # early: the server sees the client leave and stops the model
+
+    @staticmethod
+    def _generate_body(fields, parameters):
+        if not isinstance(fields, dict):
+            raise TypeError("fields must be a dict: input name -> JSON value")
+        body = dict(fields)
+        if parameters:
+            body["parameters"] = dict(parameters)
+        return json.dumps(body).encode("utf-8")
+
     @staticmethod
     def _to_proto(response, data):
         """The HTTP reply as the ModelInferResponse InferResult reads (raw outputs)."""

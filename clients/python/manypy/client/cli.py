@@ -7,6 +7,9 @@
     manypy-client stats [MODEL]                    statistics (JSON)
     manypy-client infer MODEL --input NAME[:DATATYPE]=VALUE [--input ...]
                    [--output NAME ...] [--output-dir DIR] [--id ID] [--typed]
+    manypy-client generate MODEL --input NAME=VALUE [...] [--json]
+                   one request on ModelStreamInfer, each response printed as it
+                   arrives (a streaming model's text as text)
     manypy-client load MODEL
     manypy-client unload MODEL
 
@@ -70,6 +73,15 @@ def _parser():
     i.add_argument("--id", default="", help="request id (echoed back)")
     i.add_argument("--typed", action="store_true",
                    help="send typed contents and ask for typed outputs instead of raw bytes")
+    g = sub.add_parser("generate", help="run one request on a stream, printing each response "
+                                        "as it arrives (text as text)")
+    g.add_argument("model")
+    g.add_argument("--version", default="")
+    g.add_argument("-i", "--input", action="append", default=[], metavar="NAME[:DATATYPE]=VALUE",
+                   help="an input, as for infer; a value of lower rank than the input gets "
+                        "leading dimensions of 1 (-i text_input='\"Hi\"')")
+    g.add_argument("--json", action="store_true",
+                   help="one JSON line per response instead of the text of a one-string output")
     for name, text in (("load", "load (or reload) a model"), ("unload", "unload a model")):
         s = sub.add_parser(name, help=text)
         s.add_argument("model")
@@ -121,7 +133,7 @@ def _convert(name, value, datatype):
 
 def _inputs(client, args):
     if not args.input:
-        raise UsageError("infer needs at least one --input NAME=VALUE")
+        raise UsageError(f"{args.command} needs at least one --input NAME=VALUE")
     declared = None
     inputs = {}
     for spec in args.input:
@@ -142,6 +154,35 @@ def _inputs(client, args):
                                  f"(inputs: {', '.join(declared) or 'none'})")
         inputs[name] = (_convert(name, _read_value(text), datatype), datatype)
     return inputs
+
+
+def _generate(client, args):
+    """Prints each response of one stream as it arrives: the text of a model
+    whose responses are one string each, else one JSON line per response."""
+    inputs = _inputs(client, args)
+    meta = client.model_metadata(args.model, args.version)
+    ranks = {t["name"]: len(t.get("shape", [])) for t in meta.get("inputs", [])}
+    for name, (array, datatype) in list(inputs.items()):
+        while array.ndim < ranks.get(name, 0):
+            array = array[np.newaxis]
+        inputs[name] = (array, datatype)
+    count = 0
+    for result in client.generate_stream(args.model, inputs, version=args.version):
+        count += 1
+        outputs = result.outputs
+        only = next(iter(outputs.values())) if len(outputs) == 1 else None
+        if not args.json and only is not None and only.dtype == object and only.size == 1:
+            piece = only.reshape(-1)[0]
+            sys.stdout.write(piece.decode("utf-8", "replace") if isinstance(piece, bytes) else str(piece))
+        else:
+            print(json.dumps({n: a.tolist() if a.dtype != object else
+                              [x.decode("utf-8", "replace") if isinstance(x, bytes) else x
+                               for x in a.reshape(-1)] for n, a in outputs.items()}))
+        sys.stdout.flush()
+    if not args.json:
+        sys.stdout.write("\n")
+    print(f"({count} responses)", file=sys.stderr)
+    return 0
 
 
 def _summary(array):
@@ -215,6 +256,8 @@ def _run(args):
             client.unload_model(args.model)
             print(f"unloaded {args.model}")
             return 0
+        if args.command == "generate":
+            return _generate(client, args)
         if args.command == "infer":
             inputs = _inputs(client, args)
             result = client.infer(args.model, inputs, outputs=args.output, version=args.version,
