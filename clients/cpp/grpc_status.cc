@@ -1,6 +1,7 @@
 #include "clients/cpp/grpc_status.h"
 
 #include <cstring>
+#include <string>
 
 namespace manypy::client {
 
@@ -50,6 +51,20 @@ Status FromGrpcStatus(const grpc::Status& s) {
   const char* grpc_name = GrpcCodeName(s.error_code());
   if (strcmp(grpc_name, StatusCodeName(code)) == 0) return Status(code, s.error_message());
   return Status(code, std::string(grpc_name) + ": " + s.error_message());
+}
+
+Status StatusFromStreamMessage(const std::string& text) {
+  size_t colon = text.find(": ");
+  if (colon != std::string::npos) {
+    std::string name = text.substr(0, colon);
+    for (int c = 0; c <= static_cast<int>(grpc::StatusCode::UNAUTHENTICATED); ++c) {
+      auto code = static_cast<grpc::StatusCode>(c);
+      if (name == GrpcCodeName(code) && code != grpc::StatusCode::OK) {
+        return FromGrpcStatus(grpc::Status(code, text.substr(colon + 2)));
+      }
+    }
+  }
+  return Status(StatusCode::kInternal, text);
 }
 
 }  // namespace manypy::client

@@ -16,4 +16,9 @@ const char* GrpcCodeName(grpc::StatusCode code);
 /// UNAVAILABLE, ...) the message is prefixed with the original name: "UNKNOWN: ...".
 Status FromGrpcStatus(const grpc::Status& status);
 
+/// The status in a ModelStreamInferResponse's error_message, which servers
+/// write as "CODE: message" (manypy and Triton alike); INTERNAL with the
+/// whole text when it names no code.
+Status StatusFromStreamMessage(const std::string& text);
+
 }  // namespace manypy::client

@@ -159,8 +159,8 @@ Status InferenceClient::UnloadModel(const std::string& model) const {
   return MANYPY_CLIENT_CALL(stub_, RepositoryModelUnload, req).status();
 }
 
-StatusOr<InferResult> InferenceClient::Infer(const InferInputs& inputs,
-                                             const InferOptions& options) const {
+StatusOr<inference::ModelInferRequest> InferenceClient::MakeRequest(
+    const InferInputs& inputs, const InferOptions& options) const {
   if (options.model_name.empty()) return InvalidArgument("InferOptions.model_name is empty");
   inference::ModelInferRequest req;
   req.set_model_name(options.model_name);
@@ -186,12 +186,59 @@ StatusOr<InferResult> InferenceClient::Infer(const InferInputs& inputs,
   if (options.requested_outputs.empty() && !options.raw_outputs) {
     return InvalidArgument("typed (non-raw) outputs need requested_outputs to name them");
   }
+  return req;
+}
+
+StatusOr<InferResult> InferenceClient::Infer(const InferInputs& inputs,
+                                             const InferOptions& options) const {
+  StatusOr<inference::ModelInferRequest> req = MakeRequest(inputs, options);
+  if (!req.ok()) return req.status();
   grpc::ClientContext ctx;
   PrepareContext(&ctx, options.timeout);
   inference::ModelInferResponse response;
-  grpc::Status s = stub_->ModelInfer(&ctx, req, &response);
+  grpc::Status s = stub_->ModelInfer(&ctx, *req, &response);
   if (!s.ok()) return FromGrpcStatus(s);
   return InferResult::FromResponse(std::move(response));
+}
+
+Status InferenceClient::GenerateStream(const InferInputs& inputs, const InferOptions& options,
+                                       const std::function<void(InferResult&&)>& on_response) const {
+  StatusOr<inference::ModelInferRequest> req = MakeRequest(inputs, options);
+  if (!req.ok()) return req.status();
+  // Triton's decoupled protocol: the empty final response says where the stream ends.
+  (*req->mutable_parameters())["triton_enable_empty_final_response"].set_bool_param(true);
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, options.timeout);
+  auto stream = stub_->ModelStreamInfer(&ctx);
+  if (!stream->Write(*req)) return FromGrpcStatus(stream->Finish());
+  stream->WritesDone();
+  inference::ModelStreamInferResponse response;
+  Status result = Status::Ok();
+  while (stream->Read(&response)) {
+    if (!response.error_message().empty()) {
+      result = StatusFromStreamMessage(response.error_message());
+      break;
+    }
+    const auto& params = response.infer_response().parameters();
+    auto final = params.find("triton_final_response");
+    bool last = final == params.end() || final->second.bool_param();
+    bool empty = response.infer_response().outputs_size() == 0;
+    if (!(last && empty)) {
+      StatusOr<InferResult> r = InferResult::FromResponse(std::move(*response.mutable_infer_response()));
+      if (!r.ok()) {
+        result = r.status();
+        break;
+      }
+      on_response(std::move(*r));
+    }
+    if (last) break;
+  }
+  ctx.TryCancel();  // done reading: a stream cut short stops the model
+  grpc::Status finished = stream->Finish();
+  if (result.ok() && !finished.ok() && finished.error_code() != grpc::StatusCode::CANCELLED) {
+    return FromGrpcStatus(finished);
+  }
+  return result;
 }
 
 }  // namespace manypy::client

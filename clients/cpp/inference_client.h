@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,11 +89,20 @@ class InferenceClient {
 
   /// One inference; an error carries the server's code and message.
   StatusOr<InferResult> Infer(const InferInputs& inputs, const InferOptions& options) const;
+  /// One request on ModelStreamInfer: `on_response` gets each response as it
+  /// arrives (a streaming model's, one per value it yields; an ordinary
+  /// model's one), on this thread, until the stream's final flag. The error
+  /// that ended the stream, if any (the responses before it were handed on).
+  Status GenerateStream(const InferInputs& inputs, const InferOptions& options,
+                        const std::function<void(InferResult&&)>& on_response) const;
 
   const std::string& address() const { return address_; }
 
  private:
   InferenceClient(std::string address, Options options, std::shared_ptr<grpc::Channel> channel);
+  /// The ModelInferRequest for `inputs` and `options`.
+  StatusOr<inference::ModelInferRequest> MakeRequest(const InferInputs& inputs,
+                                                     const InferOptions& options) const;
   /// Sets the deadline (`timeout`, or the default when zero) and the token.
   void PrepareContext(grpc::ClientContext* ctx, std::chrono::milliseconds timeout) const;
 

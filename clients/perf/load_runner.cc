@@ -18,12 +18,21 @@ void SleepSeconds(double s) {
 }  // namespace
 
 void LoadRunner::SendOne(const Sender& send, Recorder* recorder, Clock::time_point start) {
-  Status status = send();
+  SendFigures figures;
+  Status status = send(&figures);
   int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  RequestRecord record{ns, StatusCodeName(status.code())};
+  if (figures.responses >= 0) {
+    record.responses = figures.responses;
+    record.first_response_ns =
+        figures.responses > 0
+            ? std::chrono::duration_cast<std::chrono::nanoseconds>(figures.first_response - start).count()
+            : ns;
+  }
   if (status.ok()) {
-    recorder->Add({ns, StatusCodeName(status.code())});
+    recorder->Add(record);
   } else {
-    recorder->AddFailure({ns, StatusCodeName(status.code())}, status.message());
+    recorder->AddFailure(record, status.message());
   }
 }
 

@@ -12,8 +12,15 @@
 
 namespace manypy::perf {
 
-/// Sends one request and waits for its reply: the reply's status.
-using Sender = std::function<Status()>;
+/// What a stream's sender tells of it besides its status.
+struct SendFigures {
+  /// When its first response arrived (-1: it had none, or it is not a stream).
+  std::chrono::steady_clock::time_point first_response{};
+  int64_t responses = -1;  ///< -1: not a stream
+};
+/// Sends one request and waits for its reply: the reply's status. A stream's
+/// sender (--streaming) also fills its figures.
+using Sender = std::function<Status(SendFigures*)>;
 /// Makes the sender of one sender thread (gRPC: a call on a client with a
 /// connection of its own, already connected; HTTP: a connection of its own).
 using SenderFactory = std::function<Sender()>;

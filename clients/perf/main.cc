@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
       auto sender =
           std::make_shared<perf::HttpSender>(options.url, options.timeout_ms, http_tls, token);
       sender->SetInferRequest(options.model, options.model_version, inputs);
-      return [sender] { return sender->Infer(); };
+      return [sender](perf::SendFigures*) { return sender->Infer(); };
     };
   } else {
     client::InferOptions infer;
@@ -102,8 +102,16 @@ int main(int argc, char** argv) {
       // Connected before the stream is handed out, so before anything is measured
       // (LoadRunner makes every sender first): see WaitForConnection.
       Status failed = stream ? stream->WaitForConnection(ConnectTimeout(options)) : created.status();
-      if (!failed.ok()) return [failed] { return failed; };
-      return [&, infer, stream] { return stream->Infer(inputs, infer).status(); };
+      if (!failed.ok()) return [failed](perf::SendFigures*) { return failed; };
+      if (options.streaming) {
+        return [&, infer, stream](perf::SendFigures* figures) {
+          figures->responses = 0;
+          return stream->GenerateStream(inputs, infer, [figures](client::InferResult&&) {
+            if (figures->responses++ == 0) figures->first_response = std::chrono::steady_clock::now();
+          });
+        };
+      }
+      return [&, infer, stream](perf::SendFigures*) { return stream->Infer(inputs, infer).status(); };
     };
   }
   perf::LoadRunner runner(senders, options);

@@ -69,6 +69,10 @@ Usage: manypy-perf -m MODEL [-u HOST:PORT] [options]
   --tls-key FILE             TLS: the client certificate's PEM private key
   --auth-token-file FILE     send the token in FILE as `authorization: Bearer <token>`
                              (servers started with --auth-token-file)
+  --streaming                each request is one ModelStreamInfer stream (gRPC), read to
+                             its final response (a streaming model's: one per value it
+                             yields); adds the time to first response (p50, p99) and
+                             responses/s to the report
   -h, --help                 this text
 
 Random inputs follow ModelMetadata: variable dimensions become 1, the batch dimension
@@ -92,6 +96,10 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     }
     if (flag == "-h" || flag == "--help") {
       o.help = true;
+      continue;
+    }
+    if (flag == "--streaming") {
+      o.streaming = true;
       continue;
     }
     if (!inline_value) {
@@ -149,6 +157,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     else if (flag == "--csv") o.csv_path = value;
     else if (flag == "--json") o.json_path = value;
     else if (flag == "--window-log") o.window_log_path = value;
+
     else if (flag == "--input") {
       size_t at = value.find('=');
       if (at == std::string::npos || at == 0) return InvalidArgument("--input wants NAME=FILE");
@@ -165,6 +174,9 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   }
   if (o.model.empty()) return InvalidArgument("-m MODEL is required (see --help)");
   if (o.concurrency.empty()) return InvalidArgument("--concurrency needs at least one level");
+  if (o.streaming && o.protocol != "grpc") {
+    return InvalidArgument("--streaming measures gRPC streams (-i grpc)");
+  }
   if (o.window_seconds <= 0) return InvalidArgument("--window-seconds must be > 0");
   if (o.stability_percent < 0) return InvalidArgument("--stability-percent must be >= 0");
   if (o.max_windows < 1 || o.max_threads < 1 || o.batch_size < 1) {

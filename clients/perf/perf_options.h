@@ -35,6 +35,7 @@ struct PerfOptions {
   std::string window_log_path;  // --window-log: one JSON line per window; empty: none
   client::TlsOptions tls;    // --tls-ca/--tls-cert/--tls-key or an https:// URL; plain by default
   std::string auth_token_file;  // --auth-token-file: sent as a bearer token; empty: none
+  bool streaming = false;    // --streaming: each request a ModelStreamInfer stream (gRPC)
   bool help = false;
 };
 

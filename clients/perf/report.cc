@@ -6,8 +6,10 @@
 namespace manypy::perf {
 
 void WriteCsv(const std::vector<StepSummary>& steps, std::ostream& out) {
+  bool streaming = !steps.empty() && steps.front().streaming;
   out << "concurrency,request_rate,infer_per_s,requests_per_s,p50_ms,p90_ms,p95_ms,p99_ms,"
-         "avg_ms,requests,errors,errors_by_code,windows,stable\n";
+         "avg_ms,requests,errors,errors_by_code,windows,stable"
+      << (streaming ? ",responses_per_s,first_response_p50_ms,first_response_p99_ms" : "") << "\n";
   out << std::fixed << std::setprecision(3);
   for (const StepSummary& s : steps) {
     std::string codes;
@@ -17,7 +19,12 @@ void WriteCsv(const std::vector<StepSummary>& steps, std::ostream& out) {
     out << s.concurrency << ',' << s.request_rate << ',' << s.infer_per_s << ','
         << s.requests_per_s << ',' << s.p50_ms << ',' << s.p90_ms << ',' << s.p95_ms << ','
         << s.p99_ms << ',' << s.avg_ms << ',' << s.requests << ',' << s.errors << ',' << codes
-        << ',' << s.windows << ',' << (s.stable ? 1 : 0) << '\n';
+        << ',' << s.windows << ',' << (s.stable ? 1 : 0);
+    if (streaming) {
+      out << ',' << s.responses_per_s << ',' << s.first_response_p50_ms << ','
+          << s.first_response_p99_ms;
+    }
+    out << '\n';
   }
 }
 
@@ -62,7 +69,14 @@ void WriteRecord(const StepSummary& s, std::ostream& out, const std::string& pro
     first = false;
   }
   out << "}, \"windows\": " << s.windows << ", \"stable\": " << (s.stable ? "true" : "false")
-      << ", \"protocol\": " << Quoted(protocol) << "}";
+      << ", \"protocol\": " << Quoted(protocol);
+  if (s.streaming) {
+    out << ", \"streaming\": true, \"responses\": " << s.responses
+        << ", \"responses_per_s\": " << s.responses_per_s
+        << ", \"first_response_p50_ms\": " << s.first_response_p50_ms
+        << ", \"first_response_p99_ms\": " << s.first_response_p99_ms;
+  }
+  out << "}";
 }
 
 }  // namespace

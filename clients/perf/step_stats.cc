@@ -21,10 +21,15 @@ StepSummary Summarize(const std::vector<RequestRecord>& records, double seconds,
                       int64_t batch_size) {
   StepSummary s;
   s.seconds = seconds;
-  std::vector<int64_t> ok, failed;
+  std::vector<int64_t> ok, failed, first;
   for (const RequestRecord& r : records) {
+    if (r.first_response_ns >= 0) {
+      s.streaming = true;
+      s.responses += r.responses;
+    }
     if (strcmp(r.code, "OK") == 0) {
       ok.push_back(r.latency_ns);
+      if (r.first_response_ns >= 0) first.push_back(r.first_response_ns);
     } else {
       failed.push_back(r.latency_ns);
       ++s.errors_by_code[r.code];
@@ -36,7 +41,11 @@ StepSummary Summarize(const std::vector<RequestRecord>& records, double seconds,
   if (seconds > 0) {
     s.infer_per_s = s.successes * batch_size / seconds;
     s.requests_per_s = s.requests / seconds;
+    s.responses_per_s = s.responses / seconds;
   }
+  std::sort(first.begin(), first.end());
+  s.first_response_p50_ms = Percentile(first, 50);
+  s.first_response_p99_ms = Percentile(first, 99);
   std::vector<int64_t>& latencies = ok.empty() ? failed : ok;
   std::sort(latencies.begin(), latencies.end());
   s.p50_ms = Percentile(latencies, 50);

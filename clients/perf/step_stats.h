@@ -10,10 +10,14 @@
 
 namespace manypy::perf {
 
-/// One finished request: its latency and "OK" or the status code name.
+/// One finished request: its latency and "OK" or the status code name; for
+/// a stream (--streaming), also when its first response came and how many
+/// responses it had.
 struct RequestRecord {
   int64_t latency_ns;
   const char* code;
+  int64_t first_response_ns = -1;  ///< -1: not a stream
+  int64_t responses = 0;
 };
 
 /// What a Recorder collected since its last Take.
@@ -65,6 +69,12 @@ struct StepSummary {
   double p50_ms = 0, p90_ms = 0, p95_ms = 0, p99_ms = 0, avg_ms = 0;
   int windows = 0;             // per step: windows measured; per window: its number, from 1
   bool stable = false;
+  // Streams (--streaming): time to first response of the successful ones, and
+  // every response received per second.
+  bool streaming = false;
+  int64_t responses = 0;
+  double responses_per_s = 0;
+  double first_response_p50_ms = 0, first_response_p99_ms = 0;
 };
 
 /// Summarizes `records` measured over `seconds`. Latencies are those of the

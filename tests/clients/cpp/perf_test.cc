@@ -246,3 +246,52 @@ TEST_F(PerfTest, AServerThatCannotBeReachedFailsTheRunNamingIt) {
 
 }  // namespace
 }  // namespace manypy
+
+namespace manypy {
+namespace {
+
+// --streaming against the streaming test model ticker: every response of
+// every stream counted, and the time to first response within the stream's.
+TEST(PerfStreamingTest, StreamsReportTheirResponsesAndTimeToFirstResponse) {
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(MANYPY_SERVER_BINARY,
+                           {"--interpreters=2", std::string("--model-repository=") +
+                                                    MANYPY_TEST_REPOSITORY + "/streaming"}));
+  fs::path dir = fs::temp_directory_path() / ("manypy_perf_stream_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto write_int = [&](const std::string& input, int64_t v) {
+    std::ofstream(dir / input, std::ios::binary).write(reinterpret_cast<const char*>(&v), sizeof v);
+    return input + "=" + (dir / input).string();
+  };
+  std::ofstream(dir / "marker", std::ios::binary).write("\0\0\0\0", 4);  // one empty BYTES element
+  std::string json = (dir / "out.json").string();
+  std::string cmd = std::string(MANYPY_PERF_BINARY) + " -u " + server.address() +
+                    " -m ticker --streaming --concurrency 2 --warmup-seconds 0.5 --window-seconds 1"
+                    " --max-windows 2 --stability-percent 0 --json " + json +
+                    " --input " + write_int("COUNT", 5) + " --input " + write_int("DELAY_MS", 2) +
+                    " --input " + write_int("SIZE", 1) + " --input MARKER=" + (dir / "marker").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string out = text.str();
+  auto number = [&](const std::string& key) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(out, m, std::regex("\"" + key + "\": (-?[0-9.]+)"))) << key << out;
+    return m.empty() ? 0.0 : std::stod(m[1]);
+  };
+  EXPECT_NE(out.find("\"streaming\": true"), std::string::npos) << out;
+  EXPECT_EQ(number("errors"), 0);
+  EXPECT_GT(number("requests"), 0);
+  EXPECT_EQ(number("responses"), 5 * number("requests"));  // 5 per stream, none lost
+  EXPECT_NEAR(number("responses_per_s"), 5 * number("requests_per_s"), 0.01 * number("responses_per_s"));
+  EXPECT_GT(number("first_response_p50_ms"), 0);
+  EXPECT_LT(number("first_response_p50_ms"), number("p50_ms"));  // 4 more responses, 2 ms apart
+  EXPECT_EQ(server.Stop(), 0);
+  fs::remove_all(dir);
+  // HTTP has no --streaming here.
+  EXPECT_NE(std::system((std::string(MANYPY_PERF_BINARY) + " -m ticker -i http --streaming 2>/dev/null").c_str()), 0);
+}
+
+}  // namespace
+}  // namespace manypy
