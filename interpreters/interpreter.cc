@@ -5,6 +5,8 @@
 #include <cstring>
 #include <future>
 
+#include "interpreters/host_services.h"
+
 namespace manypy {
 
 StatusOr<std::unique_ptr<Interpreter>> Interpreter::Start(ImagePreparer* preparer,
@@ -59,6 +61,7 @@ Status Interpreter::Boot() {
   config.lazy_modules = options_.lazy_modules;
   config.callbacks.context = this;
   config.callbacks.prepare_extension = &Interpreter::PrepareExtension;
+  config.callbacks.call_host = &Interpreter::CallHost;
   if (options_.arena_cache) {
     arenas_ = new ArenaCache();
     config.callbacks.arena_context = arenas_;
@@ -91,6 +94,23 @@ void Interpreter::FlushOutput() {
     // A model replaced sys.stdout with something unflushable: nothing to save.
   }
   shim_->ReleaseGil(token);
+}
+
+bool Interpreter::CallHost(void* self, const char* service, const Value* request, Value* response,
+                           std::string* error) {
+  auto* interp = static_cast<Interpreter*>(self);
+  try {
+    StatusOr<Value> answer = CallHostService(service, interp->options_.index, *request);
+    if (!answer.ok()) {
+      *error = answer.status().ToString();
+      return false;
+    }
+    *response = std::move(*answer);
+    return true;
+  } catch (const std::exception& e) {  // never across the shim boundary
+    *error = std::string("INTERNAL: ") + e.what();
+    return false;
+  }
 }
 
 bool Interpreter::PrepareExtension(void* self, const char* module, const char* origin, char* out,

@@ -45,6 +45,9 @@ class Interpreter {
  private:
   Interpreter(ImagePreparer* preparer, Options options) : preparer_(preparer), options_(options) {}
   Status Boot();  // runs on owner_
+  /// HostCallbacks::call_host: runs the host service (host_services.h).
+  static bool CallHost(void* self, const char* service, const Value* request, Value* response,
+                       std::string* error);
   static bool PrepareExtension(void* self, const char* module, const char* origin, char* out,
                                size_t out_len);
 

@@ -83,6 +83,11 @@ bool AccessLogSampled() {
   return g_access_seen.fetch_add(1, std::memory_order_relaxed) % every == 0;
 }
 
+void LogFields(LogLevel level, const std::string& message, const std::string& json_fields) {
+  if (!LogEnabled(level)) return;
+  Write(level, message, json_fields);
+}
+
 void LogAccess(const std::string& message, const std::string& json_fields) {
   Write(LogLevel::kInfo, message, json_fields);
 }

@@ -17,6 +17,9 @@ void SetLogFormat(const std::string& format);
 bool LogEnabled(LogLevel level);
 /// Prints the message if `level` is enabled.
 void Log(LogLevel level, const std::string& message);
+/// As Log, with more fields for the JSON format (`"key": value, ...`, already
+/// encoded); the text format has only `message`, which should carry them too.
+void LogFields(LogLevel level, const std::string& message, const std::string& json_fields);
 
 /// The fraction of requests the access log samples (0: off, 1: every one).
 void SetAccessLogFraction(double fraction);

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "interpreters/pool.h"
+#include "server/core/python_services.h"
 #include "interpreters/thread_policy.h"
 #include "server/allocator_info.h"
 #include "server/auth/access_tokens.h"
@@ -151,6 +152,9 @@ int main(int argc, char** argv) {
     metrics = std::move(*started);
     printf("manypy-server: metrics listening on %s\n", metrics->url().c_str());
   }
+  // The `manypy` module a model's Python imports (archives extern it), then
+  // what it asks of the server; before any model loads.
+  PythonServices::Install(pool->get());
   auto models = ModelManager::Create(pool->get(), &dispatcher,
                                      {options->model_repository, options->explicit_model_control,
                                       options->load_models, options->serving,
@@ -166,6 +170,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  PythonServices python_services(models->get(), &dispatcher);
   InferenceServer core(models->get(), &dispatcher, {options->explicit_model_control, *tokens});
   GrpcFrontend frontend(&core);
   grpc::EnableDefaultHealthCheckService(true);

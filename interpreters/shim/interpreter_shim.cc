@@ -56,6 +56,47 @@ PyObject* PrepareExtension(PyObject*, PyObject* args) {
   return PyUnicode_FromString(out);
 }
 
+// _manypy.HostError: the host refused a call_host request; args are (code, message).
+PyObject* g_host_error_type = nullptr;
+
+// _manypy.call_host(service, request) -> the host's answer (host_services.h).
+PyObject* CallHost(PyObject*, PyObject* args) {
+  const char* service;
+  PyObject* request;
+  if (!PyArg_ParseTuple(args, "sO", &service, &request)) return nullptr;
+  const HostCallbacks& cb = g_config.callbacks;
+  if (cb.call_host == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "this interpreter's host answers no calls");
+    return nullptr;
+  }
+  Value in;
+  try {
+    in = FromPython(request);
+  } catch (const PythonError& e) {  // converted and cleared: raise it again for the caller
+    PyErr_SetString(PyExc_TypeError, e.message().c_str());
+    return nullptr;
+  }
+  Value out;
+  std::string error;
+  bool ok;
+  Py_BEGIN_ALLOW_THREADS  // the host may wait (a nested inference): let this interpreter run on
+  ok = cb.call_host(cb.context, service, &in, &out, &error);
+  Py_END_ALLOW_THREADS
+  in = Value();  // drop the request's tensors with the GIL held, as they were made
+  if (!ok) {
+    size_t colon = error.find(": ");
+    std::string code = colon == std::string::npos ? "INTERNAL" : error.substr(0, colon);
+    std::string message = colon == std::string::npos ? error : error.substr(colon + 2);
+    PyObject* e = Py_BuildValue("(ss)", code.c_str(), message.c_str());
+    if (e != nullptr) {
+      PyErr_SetObject(g_host_error_type, e);
+      Py_DECREF(e);
+    }
+    return nullptr;
+  }
+  return ToPython(out);  // nullptr with the exception set when it cannot
+}
+
 #if MANYPY_TORCH_HOOKS
 // Defines the operator schema `schema` ("ns::name.overload(...) -> ...") in
 // the process-wide dispatcher unless it is defined already; True when this
@@ -87,6 +128,8 @@ PyObject* DefineOperator(PyObject*, PyObject* args) {
 PyMethodDef kManypyMethods[] = {
     {"prepare_extension", PrepareExtension, METH_VARARGS,
      "prepare_extension(name, origin) -> path of this interpreter's copy"},
+    {"call_host", CallHost, METH_VARARGS,
+     "call_host(service, request) -> the host's answer; raises HostError(code, message)"},
 #if MANYPY_TORCH_HOOKS
     {"define_operator", DefineOperator, METH_VARARGS,
      "define_operator(schema) -> True if this call defined it (else it was defined already)"},
@@ -211,6 +254,10 @@ void Boot(const ShimConfig& config) {
       "Raised inside a call that ran past its execution limit (the host interrupted it).",
       PyExc_BaseException, nullptr));
   PyModule_AddObjectRef(module, "ExecutionInterrupted", g_interrupted_type);
+  g_host_error_type = Check(PyErr_NewExceptionWithDoc(
+      "_manypy.HostError", "The host refused a call_host request: args are (code, message).",
+      PyExc_Exception, nullptr));
+  PyModule_AddObjectRef(module, "HostError", g_host_error_type);
   PyObject* modules = PyImport_GetModuleDict();  // borrowed
   PyDict_SetItemString(modules, "_manypy", module);
   Py_DECREF(module);

@@ -25,6 +25,12 @@ struct HostCallbacks {
   /// `origin` into `out` (capacity out_len). On failure writes the reason and returns false.
   bool (*prepare_extension)(void* context, const char* module, const char* origin, char* out,
                             size_t out_len) = nullptr;
+  /// A request from the interpreter's Python to the host
+  /// (`_manypy.call_host(service, request)`), made with the interpreter's GIL
+  /// released: fills `response` and returns true, or writes "CODE: message"
+  /// (a status code name) to `error` and returns false.
+  bool (*call_host)(void* context, const char* service, const Value* request, Value* response,
+                    std::string* error) = nullptr;
   /// obmalloc arena hooks (PyObjectArenaAllocator), context = arena_context.
   void* arena_context = nullptr;
   void* (*arena_alloc)(void* context, size_t size) = nullptr;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "server/inference/batch_assembly.h"
+#include "server/inference/execution_context.h"
 #include "server/inference/inference_observer.h"
 
 namespace manypy {
@@ -164,28 +165,72 @@ void Dispatcher::Work(size_t slot) {
       }
       continue;
     }
-    DispatchedModel& model = *execution->model;
-    model.running_++;
-    execution->started = now;
-    if (model.limits().max_execution.count() > 0) {
-      execution->interrupt_at = now + model.limits().max_execution;
-      if (execution->interrupt_at < watchdog_wake_) watchdog_cv_.notify_one();
-    }
-    if (execution->deadline < watchdog_wake_ && model.executable().interruptible()) {
-      watchdog_cv_.notify_one();  // its deadline may pass before the watchdog's next look
-    }
-    running_.insert(execution);
-    slot_executing_[slot] = true;
-    lock.unlock();
-    Run(slot, *execution);
-    lock.lock();
-    slot_executing_[slot] = false;
-    running_.erase(execution);
-    model.running_--;
-    LeaveIfDrained(execution->model);
-    work_cv_.notify_one();  // a model at its instance limit may run again
-    slot_cv_.notify_all();  // RunOnSlot may be waiting for this slot
+    Execute(slot, execution, lock);
   }
+}
+
+void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution, std::unique_lock<std::mutex>& lock) {
+  DispatchedModel& model = *execution->model;
+  Clock::time_point now = Clock::now();
+  model.running_++;
+  execution->started = now;
+  if (model.limits().max_execution.count() > 0) {
+    execution->interrupt_at = now + model.limits().max_execution;
+    if (execution->interrupt_at < watchdog_wake_) watchdog_cv_.notify_one();
+  }
+  if (execution->deadline < watchdog_wake_ && model.executable().interruptible()) {
+    watchdog_cv_.notify_one();  // its deadline may pass before the watchdog's next look
+  }
+  running_.insert(execution);
+  // A nested call runs on a slot its caller's execution holds already.
+  bool was_executing = slot_executing_[slot];
+  slot_executing_[slot] = true;
+  lock.unlock();
+  {
+    ExecutionContext context;
+    context.model = &model;
+    context.requests = &execution->requests;
+    context.slot = slot;
+    context.deadline = execution->deadline;
+    ScopedExecution current(&context);
+    Run(slot, *execution);
+  }
+  lock.lock();
+  slot_executing_[slot] = was_executing;
+  running_.erase(execution);
+  model.running_--;
+  LeaveIfDrained(execution->model);
+  work_cv_.notify_one();  // a model at its instance limit may run again
+  slot_cv_.notify_all();  // RunOnSlot may be waiting for this slot
+  if (nested_waiting_ > 0) nested_cv_.notify_all();  // a nested request's model may run again
+}
+
+void Dispatcher::WaitNested(size_t slot, const std::shared_ptr<DispatchedModel>& model,
+                            const InferenceRequest* request, const std::function<bool()>& answered) {
+  std::unique_lock<std::mutex> lock(mu_);
+  ++nested_waiting_;
+  while (!answered()) {
+    // Unanswered, so alive: if it is queued, it is this request.
+    if (!model->left_ && model->running_ < model->limits().instance_count) {
+      RequestPtr mine = model->scheduler_->Take(request);
+      if (mine != nullptr) {
+        auto execution = std::make_shared<Execution>();
+        execution->model = model;
+        execution->deadline = mine->client_deadline;
+        execution->requests.push_back(std::move(mine));
+        Execute(slot, execution, lock);
+        continue;
+      }
+    }
+    // Queued behind others, or running elsewhere: wait for an answer or a change.
+    nested_cv_.wait(lock);
+  }
+  --nested_waiting_;
+}
+
+void Dispatcher::NestedAnswered() {
+  std::lock_guard<std::mutex> lock(mu_);
+  nested_cv_.notify_all();
 }
 
 void Dispatcher::RunOnSlot(size_t slot, const std::function<void()>& work) {

@@ -50,6 +50,20 @@ class Dispatcher {
   /// model up again.
   [[nodiscard]] RequestPtr Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request);
 
+  /// Waits, for a model's own request to another model (manypy.infer) made
+  /// while it runs on worker slot `slot`, until `answered()`; `request` was
+  /// handed to `model` by Submit. While it waits, whenever the request is
+  /// still queued and `model` may start another execution, it runs it here,
+  /// on `slot`: the caller's interpreter, whose Python waits with its GIL
+  /// released. So a nested call never waits for an interpreter that only its
+  /// own caller could free: with every interpreter held by a waiting caller,
+  /// each caller runs its own callee (cycles are refused before they reach
+  /// here: python_services.cc). `request` is only compared, never used.
+  void WaitNested(size_t slot, const std::shared_ptr<DispatchedModel>& model,
+                  const InferenceRequest* request, const std::function<bool()>& answered);
+  /// A nested request was answered: wakes WaitNested.
+  void NestedAnswered();
+
   /// Shutdown: refuses new requests, then waits until nothing is queued or
   /// running, at most until `deadline`. Returns whether everything drained.
   bool Drain(Clock::time_point deadline);
@@ -109,6 +123,10 @@ class Dispatcher {
   /// request's `stream` as the model yields them. The execution limit bounds
   /// the model's time to each response, not the client's time to read it.
   void RunStream(size_t slot, Execution& execution);
+  /// Starts `execution` of its model (counted as running, watched), runs it
+  /// on `slot` on this thread, and ends it. REQUIRES: `lock` holds mu_ (released while it runs).
+  void Execute(size_t slot, const std::shared_ptr<Execution>& execution,
+               std::unique_lock<std::mutex>& lock);
   /// The next execution any free worker may start, or null; REQUIRES: mu_.
   /// Expired requests found on the way go to `expired`.
   ExecutionPtr FindWork(Clock::time_point now, Clock::time_point* wake,
@@ -137,6 +155,8 @@ class Dispatcher {
   std::condition_variable watchdog_cv_;  // a deadline may have moved earlier
   std::condition_variable idle_cv_;      // a model drained / everything idle
   std::condition_variable slot_cv_;      // a slot finished an execution or was given back
+  std::condition_variable nested_cv_;    // a nested request was answered, or an execution ended
+  size_t nested_waiting_ = 0;            // guarded by mu_: SubmitNested calls waiting
   std::vector<std::shared_ptr<DispatchedModel>> models_;  // guarded by mu_; dispatch order
   size_t cursor_ = 0;                                // guarded by mu_: next model to serve
   std::set<ExecutionPtr> running_;                   // guarded by mu_

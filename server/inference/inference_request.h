@@ -27,6 +27,12 @@ struct RequestTimes {
 
 struct InferenceRequest {
   std::string id;
+  /// The request's parameters (a dict of name -> bool, int, float or str),
+  /// for the model's Python (manypy.request.parameters).
+  Value parameters = Value::Dict({});
+  /// For a request a model made (manypy.infer): the models of the calls it
+  /// runs inside, outermost first (the caller's last). Empty for a client's.
+  std::vector<std::string> callers;
   /// The model's positional arguments in manifest order: tensors, or nested
   /// lists of bytes for BYTES inputs. With batching, dim 0 is the batch.
   std::vector<Value> inputs;

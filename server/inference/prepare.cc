@@ -8,6 +8,21 @@ Status PrepareRequest(const inference::ModelInferRequest& wire, const Manifest& 
                       std::chrono::microseconds timeout, Clock::time_point client_deadline,
                       InferenceRequest* out) {
   out->id = wire.id();
+  Value::DictItems parameters;
+  for (const auto& [key, p] : wire.parameters()) {
+    using P = inference::InferParameter;
+    switch (p.parameter_choice_case()) {
+      case P::kBoolParam: parameters.emplace_back(Value(key), Value(p.bool_param())); break;
+      case P::kInt64Param: parameters.emplace_back(Value(key), Value(p.int64_param())); break;
+      case P::kStringParam: parameters.emplace_back(Value(key), Value(p.string_param())); break;
+      case P::kDoubleParam: parameters.emplace_back(Value(key), Value(p.double_param())); break;
+      case P::kUint64Param:
+        parameters.emplace_back(Value(key), Value(static_cast<int64_t>(p.uint64_param())));
+        break;
+      default: break;
+    }
+  }
+  out->parameters = Value::Dict(std::move(parameters));
   for (const auto& requested : wire.outputs()) {
     bool known = false;
     for (const auto& spec : m.outputs) known |= spec.name == requested.name();

@@ -27,6 +27,17 @@ void Scheduler::Expire(Clock::time_point now, std::vector<RequestPtr>* expired,
   }
 }
 
+RequestPtr Scheduler::Take(const InferenceRequest* request) {
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (it->get() == request) {
+      RequestPtr taken = std::move(*it);
+      queue_.erase(it);
+      return taken;
+    }
+  }
+  return nullptr;
+}
+
 std::vector<RequestPtr> Scheduler::TakeAll() {
   std::vector<RequestPtr> all;
   for (auto& r : queue_) all.push_back(std::move(r));

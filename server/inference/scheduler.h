@@ -39,6 +39,8 @@ class Scheduler {
 
   /// Moves out everything queued.
   std::vector<RequestPtr> TakeAll();
+  /// Moves out `request` if it is still queued; else null.
+  RequestPtr Take(const InferenceRequest* request);
 
   size_t queued() const { return queue_.size(); }
   size_t max_queue_size() const { return max_queue_size_; }

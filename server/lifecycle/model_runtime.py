@@ -191,7 +191,14 @@ def load(path, entry_point, storages, device="cpu", source=None, name=None):
     code and pickles from `source` (the host's sealed copy of the archive)
     when given."""
     _guard_os_exit()
+    api = _serving_api()
+    if api is not None:
+        api._enter(name or path)  # its import-time log lines name it
     importer = PackageImporter(source or path)
+    if api is not None:
+        # The archive holds a mock of `manypy` (the packager's); the model's
+        # `import manypy` gets the server's own module instead.
+        importer.modules["manypy"] = api
     check_extern_modules(importer, path)
     importer.zip_reader = SharedStorageReader(importer.zip_reader, storages)
     kind = entry_point["kind"]
@@ -286,6 +293,32 @@ def _to(value, device):
     return value
 
 
+def _serving_api():
+    """The server's `manypy` module (server/core/manypy_module.py), or None
+    where the host defines none (the interpreter layer's own tests)."""
+    import sys
+    api = sys.modules.get("manypy")
+    return api if hasattr(api, "_begin") else None
+
+
+def _enter(model):
+    """A call of `model` starts on this thread: the server's module learns
+    which model its calls and log lines come from."""
+    api = _serving_api()
+    if api is not None:
+        try:
+            api._begin(_names.get(model, "?"))
+        except TypeError:  # not weakly referenceable
+            api._begin("?")
+    return api
+
+
+def _leave(api):
+    # Calls it submitted and never waited for belong to its clients: wait now.
+    if api is not None:
+        api._end()
+
+
 def infer(model, method, output_names, device, inputs):
     """Calls the model with the inputs in manifest order and returns the
     outputs as a list in manifest order (on the CPU)."""
@@ -294,11 +327,13 @@ def infer(model, method, output_names, device, inputs):
     if device != "cpu":
         inputs = [_to(i, device) for i in inputs]
     _running = model
+    api = _enter(model)
     try:
         with torch.inference_mode():
             result = call(*inputs)
     finally:
         _running = None
+        _leave(api)
     outputs = _as_output_list(result, output_names)
     if device != "cpu":
         outputs = [_to(o, "cpu") for o in outputs]
@@ -311,7 +346,9 @@ def _is_stream(result):
 
 class Stream:
     """One request to a streaming model: its generator (or iterator), read
-    one response at a time by the worker that runs it."""
+    one response at a time by the worker that runs it. The call lasts from
+    the first call to the stream's end (or close): the calls it submits
+    (manypy.submit) may be waited for across its yields."""
 
     def __init__(self, model, method, output_names, device, inputs):
         global _running
@@ -321,18 +358,27 @@ class Stream:
         self._model = model
         self._output_names = output_names
         self._device = device
+        self._responses = None
         _running = model
+        self._api = _enter(model)
         try:
             with torch.inference_mode():
                 result = call(*inputs)
+            if not _is_stream(result):
+                raise ModelOutputError(
+                    f"the manifest says the model streams, but it returned a "
+                    f"{type(result).__name__} (a streaming model's method is a generator or "
+                    f"returns an iterator)")
+        except BaseException:
+            self._end()
+            raise
         finally:
             _running = None
-        if not _is_stream(result):
-            raise ModelOutputError(
-                f"the manifest says the model streams, but it returned a "
-                f"{type(result).__name__} (a streaming model's method is a generator or returns "
-                f"an iterator)")
         self._responses = result
+
+    def _end(self):
+        api, self._api = self._api, None
+        _leave(api)
 
     def next(self):
         """The next response's outputs in manifest order (on the CPU), or
@@ -343,7 +389,11 @@ class Stream:
             with torch.inference_mode():
                 response = next(self._responses)
         except StopIteration:
+            self._end()
             return None
+        except BaseException:
+            self._end()
+            raise
         finally:
             _running = None
         outputs = _as_output_list(response, self._output_names)
@@ -355,9 +405,12 @@ class Stream:
         """Ends the stream early (the client left): a generator gets
         GeneratorExit at its yield and runs its finally blocks."""
         close = getattr(self._responses, "close", None)
-        if close is not None:
-            with torch.inference_mode():
-                close()
+        try:
+            if close is not None:
+                with torch.inference_mode():
+                    close()
+        finally:
+            self._end()
 
 
 def start_stream(model, method, output_names, device, inputs):

@@ -49,6 +49,10 @@ DEFAULT_EXTERN = (
     "torch", "torch.**", "numpy", "numpy.**", "torchvision", "torchvision.**",
     "sys", "io",
 )
+# What a model calls of the server (manypy.infer, request, log): mocked in the
+# archive (which keeps its manifest under manypy/, so manypy cannot be
+# extern), and replaced at load by the server's own module (model_runtime.py).
+SERVER_API_MODULES = ("manypy", "manypy.**")
 DEFAULT_INTERN = ("**",)
 # Folders whose modules count as installed (so extern by default): besides
 # site.getsitepackages() and the user's site folder, any sys.path entry with
@@ -362,6 +366,7 @@ def _write_archive(path, write, intern, extern, required_intern=None):
                 # torch.package applies the first pattern that matches, so
                 # explicit extern and intern patterns win over the installed
                 # modules (a user can still intern an installed package).
+                exporter.mock(list(SERVER_API_MODULES))
                 exporter.extern(list(DEFAULT_EXTERN) + list(extern or []))
                 if required_intern is not None:
                     exporter.intern(required_intern)

@@ -4,7 +4,8 @@ batched_double, and as TorchScript (platform torchscript) double_sum_ts and
 failing_ts; cuda/needs_cuda and missing_module/needs_missing_module in
 folders of their own (models every server here must refuse to load), and
 none_output/sometimes_none (an output that may be None); the streaming
-models in streaming/ (streaming_models.py); the fault-injection
+models in streaming/ (streaming_models.py); models that call models in
+composition/ (composition_models.py); the fault-injection
 models in faults/ and swap/ (fault_models.py); in torch_versions/, two_io as
 packaged under PyTorch 1.13 (testdata/two_io_torch1_13.mpk, made on Debian
 12) and under 2.6 (packaged here; on a torch older than 2.6 its manifest says
@@ -27,6 +28,7 @@ import manypy.package  # noqa: E402
 import manypy.torchscript  # noqa: E402
 import fault_models  # noqa: E402
 import streaming_models  # noqa: E402
+import composition_models  # noqa: E402
 import server_test_models as m  # noqa: E402
 
 
@@ -127,6 +129,23 @@ def export_streaming_models(out):
                           name="wrong_type", **io)
 
 
+def export_composition_models(out):
+    """composition/: double, slow_double and the models that call them
+    (composition_models.py). Those that call other models are packaged
+    without example inputs: outside the server there is no model to call."""
+    folder = os.path.join(out, "composition")
+    os.makedirs(folder, exist_ok=True)
+    io = {"inputs": [("INPUT__0", "FP32", [-1])], "outputs": [("OUTPUT__0", "FP32", [-1])]}
+    c = composition_models
+    for name, model in (("double", c.Double()), ("slow_double", c.SlowDouble()),
+                        ("calls_double", c.CallsDouble()), ("fan_out", c.FanOut()),
+                        ("cycle_a", c.CycleA()), ("cycle_b", c.CycleB())):
+        manypy.package.export(model, os.path.join(folder, f"{name}.mpk"), name=name, **io)
+    manypy.package.export(c.Probe(), os.path.join(folder, "probe.mpk"), name="probe",
+                          inputs=[("MODE", "BYTES", [1]), ("INPUT__0", "FP32", [-1])],
+                          outputs=[("RESULT", "BYTES", [1])])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -172,6 +191,7 @@ def main():
     assert [o["name"] for o in manifest["outputs"]] == ["OUTPUT__0"], manifest["outputs"]
     export_fault_models(out)
     export_streaming_models(out)
+    export_composition_models(out)
     export_torch_versions(out)
     print(f"wrote echo_all, failing, slow, spin, batched_double, double_sum_ts, failing_ts, "
           f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none, "

@@ -1,0 +1,234 @@
+"""manypy, as a model's Python sees it inside manypy-server.
+
+Every interpreter of the server defines this module as `manypy` before any
+archive loads (archives extern `manypy`; outside the server the packaging
+tool's package answers the same names: package_format/python/manypy/).
+
+    import manypy
+
+    class Pipeline(torch.nn.Module):
+        def forward(self, image):
+            boxes = manypy.infer("detector", {"INPUT__0": image})["boxes"]
+            crops = [manypy.submit("classifier", {"INPUT__0": c}) for c in crop(image, boxes)]
+            return torch.stack([f.result()["OUTPUT__0"] for f in crops])
+
+infer(model, inputs, *, version=None, timeout=None, parameters=None) runs
+another loaded model: inputs is a dict of input name -> tensor (a BYTES
+input: a nested list of bytes or str); it returns the outputs as a dict of
+name -> tensor (BYTES as lists). The request goes through the callee's
+scheduler like any other; the caller's remaining deadline (or `timeout`
+seconds, if sooner) and its clients leaving carry over. A failure raises
+InferenceError with the status ("NOT_FOUND", "INVALID_ARGUMENT",
+"INTERNAL", ...) and the server's message. submit(...) takes the same
+arguments and returns a Future at once (result() waits), so a model can fan
+out to several models; calls not waited for are waited for when the model's
+call returns.
+
+request: the running request: id, parameters (a dict), seconds_left (None
+without a deadline), client_left (every client has gone: stop early).
+
+log.info / log.warning / log.error / log.verbose(message, **fields): a line
+in the server's log, in its format (text, or JSON with the fields), naming
+the model.
+"""
+import threading
+
+import _manypy
+
+__all__ = ["InferenceError", "Future", "infer", "submit", "request", "log"]
+
+
+class InferenceError(Exception):
+    """A nested call failed: `status` is the status code name, `message` the
+    server's message. str(error) is "STATUS: message"."""
+
+    def __init__(self, status, message):
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+
+
+_local = threading.local()
+
+
+def _stack():
+    # One list of unwaited calls per model call running on this thread: a
+    # nested call run on its caller's thread stacks on its caller's.
+    stack = getattr(_local, "calls", None)
+    if stack is None:
+        stack = _local.calls = [[]]
+    return stack
+
+
+def _pending():
+    return _stack()[-1]
+
+
+def _current_model():
+    models = getattr(_local, "models", None)
+    return models[-1] if models else getattr(_local, "model", None) or "?"
+
+
+def _enter(model):
+    """The model runtime: `model` is loading on this thread (for log lines)."""
+    _local.model = model
+
+
+def _begin(model):
+    """The model runtime: a call of `model` starts on this thread."""
+    _stack().append([])
+    models = getattr(_local, "models", None)
+    if models is None:
+        models = _local.models = []
+    models.append(model)
+
+
+def _call(service, request):
+    try:
+        return _manypy.call_host(service, request)
+    except _manypy.HostError as e:
+        raise InferenceError(*e.args) from None
+
+
+def _as_value(name, value):
+    import torch
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if hasattr(value, "__array__"):  # numpy
+        return torch.as_tensor(value)
+    if isinstance(value, (bytes, str)):
+        return [value]
+    raise TypeError(f"input {name!r}: a tensor (or, for BYTES, a list of bytes or str), "
+                    f"not {type(value).__name__}")
+
+
+class Future:
+    """The answer of one manypy.submit call, when it comes."""
+
+    def __init__(self, handle, model):
+        self._handle = handle
+        self._model = model
+        self._done = False
+        self._outputs = None
+        self._error = None
+
+    def result(self):
+        """Waits for the outputs (a dict of name -> tensor); raises the call's
+        InferenceError."""
+        if not self._done:
+            try:
+                self._outputs = _call("infer.wait", {"handle": self._handle})
+            except InferenceError as e:
+                self._error = e
+            self._done = True
+            for calls in _stack():
+                if self in calls:
+                    calls.remove(self)
+        if self._error is not None:
+            raise self._error
+        return self._outputs
+
+    def done(self):
+        """Whether result() has returned (or raised) already."""
+        return self._done
+
+    def __repr__(self):
+        state = "done" if self._done else "pending"
+        return f"<manypy.Future {self._model!r} {state}>"
+
+
+def submit(model, inputs, *, version=None, timeout=None, parameters=None):
+    """Starts a call of `model` and returns its Future (see the module's doc)."""
+    if not isinstance(inputs, dict):
+        raise TypeError("manypy.submit: inputs must be a dict of input name -> tensor")
+    request = {
+        "model": str(model),
+        "version": "" if version is None else str(version),
+        "inputs": {str(k): _as_value(k, v) for k, v in inputs.items()},
+        "timeout": None if timeout is None else float(timeout),
+        "parameters": dict(parameters or {}),
+    }
+    future = Future(_call("infer.submit", request), model)
+    _pending().append(future)
+    return future
+
+
+def infer(model, inputs, *, version=None, timeout=None, parameters=None):
+    """Runs `model` on `inputs` and returns its outputs (see the module's doc)."""
+    return submit(model, inputs, version=version, timeout=timeout, parameters=parameters).result()
+
+
+def _end():
+    """The model runtime, as a model's call returns: waits for the calls it
+    submitted and never waited for (their requests belong to its clients)."""
+    stack = _stack()
+    calls = stack.pop() if len(stack) > 1 else stack[0]
+    models = getattr(_local, "models", None)
+    if models:
+        models.pop()
+    for future in list(calls):
+        try:
+            future.result()
+        except InferenceError:
+            pass
+
+
+class _Request:
+    """manypy.request: the request the model is running now."""
+
+    def _get(self, key):
+        return _call("request", {})[key]
+
+    @property
+    def id(self):
+        return self._get("id")
+
+    @property
+    def parameters(self):
+        return self._get("parameters")
+
+    @property
+    def seconds_left(self):
+        return self._get("seconds_left")
+
+    @property
+    def client_left(self):
+        return self._get("client_left")
+
+    def __repr__(self):
+        try:
+            r = _call("request", {})
+        except InferenceError:
+            return "<manypy.request: no request is running on this thread>"
+        return (f"<manypy.request id={r['id']!r} parameters={r['parameters']!r} "
+                f"seconds_left={r['seconds_left']!r} client_left={r['client_left']!r}>")
+
+
+request = _Request()
+
+
+class _Log:
+    """manypy.log: lines in the server's log."""
+
+    @staticmethod
+    def _line(level, message, fields):
+        _call("log", {"level": level, "message": str(message), "model": _current_model(),
+                      "fields": {str(k): v if isinstance(v, (bool, int, float, str)) else repr(v)
+                                 for k, v in fields.items()}})
+
+    def verbose(self, message, **fields):
+        self._line("verbose", message, fields)
+
+    def info(self, message, **fields):
+        self._line("info", message, fields)
+
+    def warning(self, message, **fields):
+        self._line("warning", message, fields)
+
+    def error(self, message, **fields):
+        self._line("error", message, fields)
+
+
+log = _Log()

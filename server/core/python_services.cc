@@ -1,0 +1,260 @@
+#include "server/core/python_services.h"
+
+#include <algorithm>
+
+#include "interpreters/host_services.h"
+#include "server/core/manypy_module_source.h"
+#include "server/inference/execution_context.h"
+#include "server/inference/prepare_values.h"
+#include "server/log.h"
+
+namespace manypy {
+namespace {
+
+constexpr const char* kSubmit = "infer.submit";
+constexpr const char* kWait = "infer.wait";
+constexpr const char* kRequest = "request";
+constexpr const char* kLog = "log";
+
+const Value* Field(const Value& request, const char* key) {
+  return request.kind() == Value::Kind::kDict ? request.Find(key) : nullptr;
+}
+
+std::string StringField(const Value& request, const char* key) {
+  const Value* v = Field(request, key);
+  return v != nullptr && v->kind() == Value::Kind::kStr ? v->to_str() : "";
+}
+
+// The running execution of `interpreter`'s worker, or why there is none.
+StatusOr<const ExecutionContext*> Caller(size_t interpreter, const char* what) {
+  const ExecutionContext* caller = CurrentExecution();
+  if (caller == nullptr || caller->slot != interpreter) {
+    return FailedPrecondition(std::string(what) +
+                              " works only while a model runs a request (not while it is "
+                              "imported, loaded or warmed up, nor from a thread of its own)");
+  }
+  return caller;
+}
+
+// The models of the calls `caller` runs inside, outermost first, and its own
+// last: the request's callers travel with it, whichever worker runs it.
+std::vector<std::string> CallChain(const ExecutionContext* caller) {
+  std::vector<std::string> chain = caller->requests->front()->callers;
+  chain.push_back(caller->model->manifest().name);
+  return chain;
+}
+
+std::string Join(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& n : names) text += (text.empty() ? "" : " -> ") + n;
+  return text;
+}
+
+}  // namespace
+
+struct PythonServices::NestedCall {
+  std::shared_ptr<Model> model;
+  const InferenceRequest* request = nullptr;  // compared only, while unanswered
+  std::mutex mu;
+  bool answered = false;        // guarded by mu
+  Status status;                // guarded by mu
+  std::vector<Value> outputs;   // guarded by mu: manifest order
+};
+
+PythonServices::PythonServices(ModelManager* models, Dispatcher* dispatcher)
+    : models_(models), dispatcher_(dispatcher) {
+  RegisterHostService(kSubmit, [this](size_t i, const Value& r) { return Submit(i, r); });
+  RegisterHostService(kWait, [this](size_t i, const Value& r) { return Wait(i, r); });
+  RegisterHostService(kRequest, [this](size_t i, const Value& r) { return Request(i, r); });
+  RegisterHostService(kLog, [this](size_t i, const Value& r) { return LogLine(i, r); });
+}
+
+PythonServices::~PythonServices() {
+  for (const char* s : {kSubmit, kWait, kRequest, kLog}) UnregisterHostService(s);
+}
+
+void PythonServices::Install(InterpreterPool* pool) {
+  for (size_t i = 0; i < pool->size(); ++i) {
+    InterpreterSession session = pool->AcquireAt(i);
+    session.DefineModule("manypy", kManypyModuleSource);
+  }
+}
+
+size_t PythonServices::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_.size();
+}
+
+StatusOr<Value> PythonServices::Submit(size_t interpreter, const Value& r) {
+  auto caller = Caller(interpreter, "manypy.infer");
+  if (!caller.ok()) return caller.status();
+  const std::string name = StringField(r, "model");
+  const std::string version = StringField(r, "version");
+  std::vector<std::string> chain = CallChain(*caller);
+  if (std::find(chain.begin(), chain.end(), name) != chain.end()) {
+    chain.push_back(name);
+    return FailedPrecondition("model '" + chain[chain.size() - 2] + "' calls model '" + name +
+                              "', which is already running this call (" + Join(chain) +
+                              "): a cycle, refused (it could wait for itself)");
+  }
+  StatusOr<std::shared_ptr<Model>> found = models_->Get(name, version);
+  if (!found.ok()) return found.status();
+  auto call = std::make_shared<NestedCall>();
+  call->model = std::move(*found);
+  const Manifest& m = call->model->manifest();
+  if (m.streaming) {
+    return InvalidArgument("model '" + name + "' streams its responses; manypy.infer takes one "
+                           "response (call a model that returns its outputs)");
+  }
+
+  auto request = std::make_unique<InferenceRequest>();
+  request->times.received = Clock::now();
+  const InferenceRequest& outer = *(*caller)->requests->front();
+  request->id = outer.id.empty() ? name : outer.id + "/" + name;
+  request->callers = chain;
+  // The caller's remaining time, or less.
+  Clock::time_point deadline = (*caller)->deadline;
+  if (const Value* t = Field(r, "timeout"); t != nullptr && !t->is_none()) {
+    double seconds = t->to_double();
+    if (seconds <= 0) return InvalidArgument("manypy.infer: timeout must be > 0 seconds");
+    auto limit = request->times.received +
+                 std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    deadline = std::min(deadline, limit);
+  }
+  if (const Value* p = Field(r, "parameters"); p != nullptr && p->kind() == Value::Kind::kDict) {
+    request->parameters = *p;
+  }
+  Status prepared = PrepareValueRequest(Field(r, "inputs") ? *Field(r, "inputs") : Value(), m,
+                                        call->model->settings().default_timeout, deadline,
+                                        request.get());
+  request->times.prepared = Clock::now();
+  // Its clients are the caller's: valid while the caller runs, which waits
+  // for every call it submitted before it returns (manypy_module.py).
+  std::vector<std::function<bool()>> clients;
+  for (const auto& req : *(*caller)->requests) {
+    if (req->cancelled) clients.push_back(req->cancelled);
+  }
+  if (!clients.empty()) {
+    request->cancelled = [clients] {
+      return std::all_of(clients.begin(), clients.end(), [](const auto& left) { return left(); });
+    };
+  }
+  request->encode = [call](std::vector<Value>& outputs) {
+    std::lock_guard<std::mutex> lock(call->mu);
+    call->outputs = std::move(outputs);  // the tensors themselves: no copy
+    return Status::Ok();
+  };
+  Dispatcher* dispatcher = dispatcher_;
+  request->reply = [call, dispatcher](const Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(call->mu);
+      call->status = status;
+      call->answered = true;
+    }
+    dispatcher->NestedAnswered();
+  };
+  call->request = request.get();
+  if (!prepared.ok()) {
+    call->model->Reject(std::move(request), prepared);  // counted once, like any refusal
+  } else {
+    // A version that left meanwhile hands the request back: look again.
+    for (int attempt = 0; (request = call->model->Infer(std::move(request))) != nullptr; ++attempt) {
+      StatusOr<std::shared_ptr<Model>> again = models_->Get(name, version);
+      if (!again.ok() || attempt == 3) {
+        return again.ok() ? Unavailable("model '" + name + "' kept being replaced; retry")
+                          : again.status();
+      }
+      call->model = std::move(*again);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t handle = next_handle_++;
+  pending_[handle] = std::move(call);
+  return Value(handle);
+}
+
+StatusOr<Value> PythonServices::Wait(size_t interpreter, const Value& r) {
+  const Value* h = Field(r, "handle");
+  if (h == nullptr || h->kind() != Value::Kind::kInt) return InvalidArgument("infer.wait needs a handle");
+  std::shared_ptr<NestedCall> call;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(h->to_int());
+    if (it == pending_.end()) return NotFound("no pending manypy.submit call " + h->DebugString());
+    call = it->second;
+    pending_.erase(it);
+  }
+  auto answered = [&call] {
+    std::lock_guard<std::mutex> lock(call->mu);
+    return call->answered;
+  };
+  if (!answered()) {
+    auto caller = Caller(interpreter, "waiting for manypy.submit");
+    if (!caller.ok()) return caller.status();
+    dispatcher_->WaitNested(interpreter, call->model->queue(), call->request, answered);
+  }
+  std::lock_guard<std::mutex> lock(call->mu);
+  if (!call->status.ok()) return call->status;
+  const Manifest& m = call->model->manifest();
+  Value::DictItems outputs;
+  for (size_t i = 0; i < m.outputs.size() && i < call->outputs.size(); ++i) {
+    outputs.emplace_back(Value(m.outputs[i].name), std::move(call->outputs[i]));
+  }
+  return Value::Dict(std::move(outputs));
+}
+
+StatusOr<Value> PythonServices::Request(size_t interpreter, const Value&) const {
+  auto caller = Caller(interpreter, "manypy.request");
+  if (!caller.ok()) return caller.status();
+  const auto& requests = *(*caller)->requests;
+  const InferenceRequest& first = *requests.front();
+  Clock::time_point now = Clock::now();
+  bool left = std::all_of(requests.begin(), requests.end(), [&](const RequestPtr& req) {
+    return req->ClientLeft() || now >= req->client_deadline;
+  });
+  Value seconds_left;
+  if ((*caller)->deadline != Clock::time_point::max()) {
+    seconds_left = Value(std::chrono::duration<double>((*caller)->deadline - now).count());
+  }
+  Value::Items ids;
+  for (const auto& req : requests) ids.emplace_back(req->id);
+  const Manifest& m = (*caller)->model->manifest();
+  return Value::Dict({
+      {Value("id"), Value(first.id)},
+      {Value("ids"), Value::List(std::move(ids))},
+      {Value("parameters"), first.parameters},
+      {Value("seconds_left"), seconds_left},
+      {Value("client_left"), Value(left)},
+      {Value("model"), Value(m.name)},
+      {Value("version"), Value(m.version)},
+      {Value("calls"), Value(Join(CallChain(*caller)))},
+  });
+}
+
+StatusOr<Value> PythonServices::LogLine(size_t, const Value& r) const {
+  std::string level = StringField(r, "level");
+  LogLevel l = level == "error"     ? LogLevel::kError
+               : level == "warning" ? LogLevel::kWarning
+               : level == "verbose" ? LogLevel::kVerbose
+                                    : LogLevel::kInfo;
+  if (!LogEnabled(l)) return Value();
+  std::string model = StringField(r, "model");
+  std::string text = "model '" + model + "': " + StringField(r, "message");
+  std::string json = "\"model\": " + JsonString(model);
+  if (const Value* fields = Field(r, "fields"); fields != nullptr && fields->kind() == Value::Kind::kDict) {
+    for (const auto& [key, value] : fields->dict_items()) {
+      if (key.kind() != Value::Kind::kStr) continue;
+      std::string v = value.kind() == Value::Kind::kStr ? value.to_str() : value.DebugString();
+      text += " " + key.to_str() + "=" + v;
+      json += ", " + JsonString(key.to_str()) + ": " +
+              (value.kind() == Value::Kind::kInt || value.kind() == Value::Kind::kFloat ||
+                       value.kind() == Value::Kind::kBool
+                   ? (value.kind() == Value::Kind::kBool ? (value.to_bool() ? "true" : "false") : v)
+                   : JsonString(v));
+    }
+  }
+  LogFields(l, text, json);
+  return Value();
+}
+
+}  // namespace manypy

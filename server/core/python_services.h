@@ -1,0 +1,52 @@
+// PythonServices: what a model's Python may ask of the server, through the
+// `manypy` module every interpreter gets (manypy_module.py):
+//   manypy.infer / manypy.submit: a nested inference of another loaded model,
+//     through that model's scheduler like any request (its instance limit,
+//     statistics, metrics), tensors handed over without a copy, the caller's
+//     remaining deadline and its clients' leaving passed on;
+//   manypy.request: the running request's id, parameters, seconds left and
+//     whether every client has left;
+//   manypy.log: lines in the server's log, in its format.
+// Registers those host services (interpreters/host_services.h) while it
+// lives. Thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "interpreters/pool.h"
+#include "server/lifecycle/model_manager.h"
+
+namespace manypy {
+
+class PythonServices {
+ public:
+  /// `models` and `dispatcher` must outlive it. Create it before any model loads.
+  PythonServices(ModelManager* models, Dispatcher* dispatcher);
+  ~PythonServices();
+  PythonServices(const PythonServices&) = delete;
+  PythonServices& operator=(const PythonServices&) = delete;
+
+  /// Defines the `manypy` module in every interpreter of `pool` (before any
+  /// archive loads: archives extern it).
+  static void Install(InterpreterPool* pool);
+
+  /// Nested calls submitted and not yet waited for (for tests).
+  size_t pending() const;
+
+ private:
+  struct NestedCall;
+  StatusOr<Value> Submit(size_t interpreter, const Value& request);
+  StatusOr<Value> Wait(size_t interpreter, const Value& request);
+  StatusOr<Value> Request(size_t interpreter, const Value& request) const;
+  StatusOr<Value> LogLine(size_t interpreter, const Value& request) const;
+
+  ModelManager* const models_;
+  Dispatcher* const dispatcher_;
+  mutable std::mutex mu_;
+  int64_t next_handle_ = 1;                                   // guarded by mu_
+  std::map<int64_t, std::shared_ptr<NestedCall>> pending_;  // guarded by mu_
+};
+
+}  // namespace manypy
