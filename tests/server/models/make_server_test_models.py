@@ -27,6 +27,10 @@ import manypy.torchscript  # noqa: E402
 import fault_models  # noqa: E402
 import server_test_models as m  # noqa: E402
 
+# For the models made to fail in the server (to test how it fails): the load
+# check that export runs would refuse to write them.
+MADE_TO_FAIL = {"load_check": False}
+
 
 def export_needs_missing_module(out):
     """An archive whose model imports a library installed (in a temporary
@@ -48,7 +52,7 @@ def export_needs_missing_module(out):
                                   name="needs_missing_module",
                                   inputs=[("INPUT__0", "FP32", [-1])],
                                   outputs=[("OUTPUT__0", "FP32", [-1])],
-                                  example_inputs=(torch.ones(4),))
+                                  example_inputs=(torch.ones(4),), **MADE_TO_FAIL)
         finally:
             sys.path.remove(site)
             sys.modules.pop("manypy_test_installed_lib", None)
