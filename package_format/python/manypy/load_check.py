@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 
 import torch
 
@@ -175,6 +176,8 @@ def check_loads(path, examples=None, eager=None, manifest=None, display_path=Non
             raise LoadCheckError(
                 f"load check: {display_path} fails in the server's loader ({result['stage']}): "
                 f"{result['type']}: {result['message']}{where}{_hint(result, list(file_uses))}")
+        if result.get("device_note"):
+            warnings.warn(f"load check: {display_path} {result['device_note']}", stacklevel=2)
         loaded = torch.load(request["outputs"]) if examples else []
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -163,6 +163,14 @@ class LoadCheckCliTest(unittest.TestCase):
         self.assertIn("loads, but its outputs break the manifest: output 'Y' of example 0: "
                       "outputs[0].shape: declared [3], the loaded model returned [2]", proc.stdout)
 
+    def test_validate_load_of_a_torchscript_archive_loads_it_as_libtorch_does(self):
+        out = os.path.join(self.tmp, "good_ts.mpk")
+        proc = self.create("good_net", out, "--torchscript")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc = run_cli(["validate", "--python-only", "--load", out])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("loads (torch.jit.load, as the server's libtorch)", proc.stdout)
+
     def test_validate_load_runs_after_the_cpp_checker(self):
         checker = os.environ.get("MANYPY_ARCHIVE_CHECK") or os.path.join(
             REPO, "build", "bin", "manypy-archive-check")
