@@ -62,8 +62,9 @@ def _values_differ(eager, loaded):
                     f"{list(loaded.shape)}")
         if torch.equal(eager, loaded):
             return None
-        if eager.is_floating_point() and torch.allclose(eager, loaded, rtol=RTOL, atol=ATOL,
-                                                        equal_nan=True):
+        # In double: allclose has no kernel for every dtype (FP16, BF16) on every torch.
+        if eager.is_floating_point() and torch.allclose(eager.double(), loaded.double(),
+                                                        rtol=RTOL, atol=ATOL, equal_nan=True):
             return None
         diff = (eager.double() - loaded.double()).abs().max().item() if eager.numel() else 0
         return f"values differ (largest difference {diff:g}; allowed rtol {RTOL:g}, atol {ATOL:g})"
