@@ -45,6 +45,19 @@ std::vector<int64_t> BytesShape(const Value& v) {
   return shape;
 }
 
+// An empty list carries no inner dimensions: an empty BYTES output (a batch of
+// 0 rows, say) takes those after its zero dimension from the signature, each
+// variable one 0, so that [] for an output [1] of a batching model is [0, 1].
+void PadEmptyBytesShape(const TensorSpec& spec, const Manifest& m, std::vector<int64_t>* shape) {
+  std::vector<int64_t> expected;
+  if (m.max_batch_size > 0) expected.push_back(-1);
+  expected.insert(expected.end(), spec.shape.begin(), spec.shape.end());
+  if (shape->empty() || shape->back() != 0 || shape->size() >= expected.size()) return;
+  for (size_t i = shape->size(); i < expected.size(); ++i) {
+    shape->push_back(expected[i] < 0 ? 0 : expected[i]);
+  }
+}
+
 template <typename Wire, typename Torch>
 Status NarrowUnsigned(const std::string& what, const at::Tensor& t, std::string* raw) {
   at::Tensor src = t.to(c10::CppTypeToScalarType<Torch>::value);
@@ -156,6 +169,7 @@ Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
     if (dt->type == Datatype::kBytes) {
       std::vector<std::string> items;
       shape = BytesShape(outputs[k]);
+      PadEmptyBytesShape(spec, m, &shape);
       MANYPY_RETURN_IF_ERROR(FlattenBytes(what, outputs[k], 0, shape, &items));
       for (const auto& item : items) {
         if (typed) {

@@ -37,9 +37,10 @@ Status CheckShape(const std::string& what, const std::vector<int64_t>& shape,
                            "' expects " + ShapeString(expected) +
                            (m.max_batch_size > 0 ? " (first dimension: batch size)" : ""));
   }
-  if (m.max_batch_size > 0 && (shape[0] < 1 || shape[0] > m.max_batch_size)) {
+  // Batch size 0 is a request, as in Triton (docs/packaging.md#empty-batches).
+  if (m.max_batch_size > 0 && shape[0] > m.max_batch_size) {
     return InvalidArgument(what + " has batch size " + std::to_string(shape[0]) + ", model '" +
-                           m.name + "' accepts 1.." + std::to_string(m.max_batch_size));
+                           m.name + "' accepts 0.." + std::to_string(m.max_batch_size));
   }
   return Status::Ok();
 }

@@ -47,6 +47,12 @@ class Model {
   void Reject(RequestPtr request, const Status& status) const {
     FinishRequest(*queue_, std::move(request), status, {}, 0);
   }
+  /// Answers a prepared request with `outputs` the server knows without
+  /// running the model (an empty batch, empty_batch.h), counting it as a
+  /// success with no execution.
+  void Answer(RequestPtr request, std::vector<Value> outputs) const {
+    FinishRequest(*queue_, std::move(request), Status::Ok(), std::move(outputs), 0);
+  }
 
   const std::shared_ptr<DispatchedModel>& queue() const { return queue_; }
 

@@ -6,6 +6,7 @@ import functools
 import importlib
 import linecache
 import re
+import sys
 import weakref
 
 import torch
@@ -21,9 +22,14 @@ class MissingModulesError(ImportError):
 def check_extern_modules(importer, path):
     """Imports every module the archive expects the server to provide
     (torch.package's .data/extern_modules), so that a missing one fails the
-    load, naming all of them, before any request."""
+    load, naming all of them, before any request. Modules the archive lists
+    as optional (manypy/optional_modules: imported only inside try/except
+    ImportError) are left to the model's own fallback."""
     missing = []
+    optional = _optional_modules(importer)
     for name in importer.extern_modules:
+        if name in optional:
+            continue
         try:
             importlib.import_module(name)
         except Exception as e:  # ImportError, or a module that raises as it is imported
@@ -33,6 +39,40 @@ def check_extern_modules(importer, path):
             f"archive {path} needs {len(missing)} module(s) that this server's Python cannot "
             f"import: {'; '.join(missing)}. Install them where the server runs, or package "
             f"them into the archive (export(..., intern=[...]))")
+
+
+OPTIONAL_MODULES_RECORD = "manypy/optional_modules"
+
+
+def _optional_modules(importer):
+    reader = importer.zip_reader
+    if not reader.has_record(OPTIONAL_MODULES_RECORD):  # archives made before it existed
+        return set()
+    return set(reader.get_record(OPTIONAL_MODULES_RECORD).decode("utf-8").split())
+
+
+def _forget_module(name):
+    sys.modules.pop(name, None)
+
+
+class ArchiveImporter(PackageImporter):
+    """torch.package's importer, with each of the archive's modules also in
+    sys.modules under its own (unique, mangled) name while it lives.
+
+    Module-level code that looks its module up by name finds it: dataclasses
+    with `from __future__ import annotations` (sys.modules.get(cls.__module__)
+    .__dict__; without this, "'NoneType' object has no attribute '__dict__'"),
+    typing.get_type_hints, pydantic-style classes. The entry is a weak proxy,
+    removed when the module is freed, so a model's modules still go with the
+    model. Installed from _install_on_parent, the one hook torch.package calls
+    after naming a module and before running its code."""
+
+    def _install_on_parent(self, parent, name, module):
+        mangled = module.__name__
+        if getattr(module, "__loader__", None) is self and mangled not in sys.modules:
+            sys.modules[mangled] = weakref.proxy(module)
+            weakref.finalize(module, _forget_module, mangled)
+        super()._install_on_parent(parent, name, module)
 
 
 class SharedStorageReader:
@@ -194,7 +234,7 @@ def load(path, entry_point, storages, device="cpu", source=None, name=None):
     api = _serving_api()
     if api is not None:
         api._enter(name or path)  # its import-time log lines name it
-    importer = PackageImporter(source or path)
+    importer = ArchiveImporter(source or path)
     if api is not None:
         # The archive holds a mock of `manypy` (the packager's); the model's
         # `import manypy` gets the server's own module instead.
@@ -293,11 +333,16 @@ def _to(value, device):
     return value
 
 
+# The module that stands in for the server's `manypy` where there is no
+# server (the packager's load check sets it); None: sys.modules' "manypy".
+api_override = None
+
+
 def _serving_api():
     """The server's `manypy` module (server/core/manypy_module.py), or None
     where the host defines none (the interpreter layer's own tests)."""
     import sys
-    api = sys.modules.get("manypy")
+    api = api_override if api_override is not None else sys.modules.get("manypy")
     return api if hasattr(api, "_begin") else None
 
 

@@ -160,7 +160,8 @@ TEST(PythonModelTest, UnloadingFreesTheModelsImporterInEveryInterpreter) {
   auto pool = MakeModelPool(2);
   ASSERT_NE(pool, nullptr);
   const std::string importers =
-      "sum(type(o).__name__ == 'PackageImporter' for o in __import__('gc').get_objects())";
+      "sum(isinstance(o, __import__('torch').package.PackageImporter) "
+      "for o in __import__('gc').get_objects())";
   for (int reload = 0; reload < 3; ++reload) {
     auto model = PythonModel::Load(pool.get(), ArchivePath("text_classifier"));
     ASSERT_TRUE(model.ok()) << model.status().ToString();
@@ -172,6 +173,31 @@ TEST(PythonModelTest, UnloadingFreesTheModelsImporterInEveryInterpreter) {
     EXPECT_EQ(s.Eval(importers).ToValue().to_int(), 0) << "interpreter " << i;
     EXPECT_EQ(s.Eval("sum('torch_package' in f for f in __import__('linecache').cache)")
                   .ToValue().to_int(), 0) << "interpreter " << i;
+    // Nor do the modules' sys.modules entries (model_runtime.py's ArchiveImporter) outlive them.
+    EXPECT_EQ(s.Eval("sum(n.startswith('<torch_package_') for n in __import__('sys').modules)")
+                  .ToValue().to_int(), 0) << "interpreter " << i;
+  }
+}
+
+// Issue 28: a dataclass config with `from __future__ import annotations` failed
+// to load ("'NoneType' object has no attribute '__dict__'"), as did anything at
+// module level that finds its module by name in sys.modules (typing, pydantic).
+TEST(PythonModelTest, ModuleLevelCodeThatLooksItsModuleUpByNameLoadsAndServes) {
+  auto pool = MakeModelPool(2);
+  ASSERT_NE(pool, nullptr);
+  auto model = PythonModel::Load(
+      pool.get(), std::string(MANYPY_TEST_REPOSITORY) + "/corner_cases/configured_affine.mpk");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  at::Tensor x = at::arange(4, at::kFloat);
+  for (int call = 0; call < 2; ++call) {  // the pool picks the interpreter
+    auto out = (*model)->Call({Value(x)});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].to_tensor().equal(x * 2 + 1.5)) << out[0].DebugString();
+  }
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    EXPECT_EQ(s.Eval("sum(n.endswith('>.config_models') for n in __import__('sys').modules)")
+                  .ToValue().to_int(), 1) << "interpreter " << i;
   }
 }
 
@@ -179,7 +205,8 @@ TEST(PythonModelTest, OpenLoadsNowherePrepareLoadsOneInterpreterReleaseFreesIt) 
   auto pool = MakeModelPool(2);
   ASSERT_NE(pool, nullptr);
   const std::string importers =
-      "sum(type(o).__name__ == 'PackageImporter' for o in __import__('gc').get_objects())";
+      "sum(isinstance(o, __import__('torch').package.PackageImporter) "
+      "for o in __import__('gc').get_objects())";
   auto count = [&](size_t i) {
     auto s = pool->AcquireAt(i);
     return s.Eval(importers).ToValue().to_int();

@@ -4,7 +4,12 @@
         --name net --version 1 --input INPUT__0:FP32:16 --output OUTPUT__0:FP32:4 \\
         --max-batch-size 8 --dynamic-batching -o net.mpk
     manypy-package inspect net.mpk
-    manypy-package validate net.mpk
+    manypy-package validate [--load] net.mpk
+
+`create` ends with the load check (load_check.py): the archive is loaded in a
+fresh server Python as the server loads it, warmed up, and its example run
+compared with the eager model's; an archive that fails is not written.
+`--no-load-check` skips it; `validate --load` runs it on an existing archive.
 
 Also runnable as `python3 -m manypy.cli` (with package_format/python on
 PYTHONPATH). Exit status: 0 success, 1 error (bad arguments, model or
@@ -34,7 +39,7 @@ def _parse_factory(text, model_file):
         raise ValueError(f"--factory: {function!r} is not a function name (use MODULE:FUNCTION)")
     if model_file and module:
         stem = os.path.splitext(os.path.basename(model_file))[0]
-        if module != stem:
+        if module.rpartition(".")[2] != stem:  # "net" or, in a package, "models.net"
             raise ValueError(f"--factory: module {module!r} does not match --model-file "
                              f"{model_file!r} (module {stem!r})")
     if not model_file and not module:
@@ -113,14 +118,27 @@ def cmd_create(args):
                                       mode=args.torchscript, **common)
     elif args.as_factory:
         manifest = package.export_factory(module, function, args.weights, args.output_path,
-                                          example_inputs=example, **common)
+                                          example_inputs=example, load_check=args.load_check,
+                                          **common)
     else:
         model = _build_model(package, module, function, args.weights)
         manifest = package.export(model, args.output_path, example_inputs=example,
-                                  modules=[module], **common)
+                                  modules=[module], load_check=args.load_check, **common)
     size = os.path.getsize(args.output_path)
     print(f"wrote {args.output_path} ({manifest['name']} v{manifest['version']}, "
           f"{manifest['entry_point']['kind']}, {size:,} bytes)")
+    if args.torchscript:
+        pass  # compiled and run here; the server runs it with libtorch, no Python loader
+    elif args.load_check:
+        from . import load_check
+        ran = (f"the example's outputs match the eager model's (equal; floating point within "
+               f"{load_check.ATOL:g})") if example is not None else \
+            "no example (leave out --output, or give --check, to run one)"
+        print(f"load check: loads in a fresh {load_check.server_python()} as the server loads "
+              f"it, warm-up ran, {ran}")
+    else:
+        print("load check: skipped (--no-load-check); `manypy-package validate --load` runs it "
+              "where the model's runtime is installed")
     return 0
 
 
@@ -247,7 +265,7 @@ def cmd_validate(args):
             print(f"invalid: {e}")
             return 1
         print(f"valid (Python checks): {args.archive}: {manifest['name']} v{manifest['version']}")
-        return 0
+        return _validate_load(args.archive) if args.load else 0
     checker = find_checker()
     if checker is None:
         print(f"manypy-package: {CHECKER} not found (looked next to {sys.argv[0]}, in "
@@ -257,7 +275,41 @@ def cmd_validate(args):
         return 2
     sys.stdout.flush()
     proc = subprocess.run([checker, args.archive])  # its reason goes to our stdout/stderr
-    return proc.returncode
+    if proc.returncode != 0 or not args.load:
+        return proc.returncode
+    return _validate_load(args.archive)
+
+
+def _validate_load(path):
+    """validate --load: the archive loaded as the server loads it (a Python
+    archive in a fresh server Python, load_check.py; a TorchScript one with
+    torch.jit.load, as the server's libtorch does), then run on a synthetic
+    example whose outputs must match the signature. Exit status 0 or 1."""
+    from . import load_check, package
+
+    manifest = package.read_manifest(path)
+    example = package.example_inputs_for(manifest["inputs"], manifest.get("max_batch_size", 0))
+    try:
+        if manifest["platform"] == _manifest.TORCHSCRIPT_PLATFORM:
+            module = package.load_torchscript(path, manifest)
+            import torch
+            with torch.inference_mode():
+                result = module(*example)
+            loaded = load_check.eager_outputs(manifest, [result])
+            how = "torch.jit.load, as the server's libtorch"
+        else:
+            loaded = load_check.check_loads(path, [example], manifest=manifest)
+            how = f"the server's loader in a fresh {load_check.server_python()}, warm-up included"
+    except Exception as e:  # the model's own failure, whatever its type
+        print(f"does not load: {e}")
+        return 1
+    problems = load_check.signature_problems(manifest, loaded)
+    if problems:
+        print(f"loads, but its outputs break the manifest: {'; '.join(problems)}")
+        return 1
+    print(f"loads ({how}): {manifest['name']} v{manifest['version']}; a synthetic example "
+          f"ran and its outputs match the signature")
+    return 0
 
 
 def build_parser():
@@ -314,8 +366,12 @@ def build_parser():
                       "with no interpreter")
     c.add_argument("--check", action="store_true",
                    help="run the model once on synthetic inputs even when outputs are given")
+    c.add_argument("--no-load-check", dest="load_check", action="store_false",
+                   help="do not load the finished archive in a fresh server Python as the "
+                   "server does (for archives built on a machine without the model's runtime; "
+                   "`validate --load` runs the check later)")
     c.add_argument("-o", "--output-path", required=True, metavar="OUT.mpk")
-    c.set_defaults(func=cmd_create, as_factory=False, torchscript=None)
+    c.set_defaults(func=cmd_create, as_factory=False, torchscript=None, load_check=True)
 
     i = sub.add_parser("inspect", help="print an archive's manifest, entries and the modules "
                        "it expects the server's Python to provide")
@@ -326,6 +382,9 @@ def build_parser():
     v.add_argument("archive")
     v.add_argument("--python-only", action="store_true",
                    help="run the Python subset of the checks instead of manypy-archive-check")
+    v.add_argument("--load", action="store_true",
+                   help="then load the archive as the server does (in a fresh server Python), "
+                   "warm it up and run a synthetic example; its outputs must match the signature")
     v.set_defaults(func=cmd_validate)
     return parser
 

@@ -38,9 +38,11 @@ import zipfile
 
 import torch
 from torch.package import PackageExporter, PackageImporter
-from torch.package.package_exporter import PackagingError
+from torch.package.package_exporter import PackagingError, _ModuleProviderAction
 
 from . import manifest as _manifest
+from . import server_runtime as _server_runtime
+from . import source_scan as _source_scan
 
 # Always provided by the server's Python, never copied into an archive. sys
 # and io are not implicitly extern in torch.package (its _DISALLOWED_MODULES),
@@ -61,6 +63,9 @@ SITE_FOLDER_NAMES = ("site-packages", "dist-packages")
 
 PICKLE_PACKAGE, PICKLE_RESOURCE = "model", "model.pkl"
 WEIGHTS_PACKAGE, WEIGHTS_RESOURCE = "manypy", "weights.pkl"
+# Extern modules that only imports inside try/except ImportError need, one a
+# line; the server loads the archive without them (model_runtime.py).
+OPTIONAL_MODULES_PACKAGE, OPTIONAL_MODULES_RESOURCE = "manypy", "optional_modules"
 STORAGE_ALIGNMENT = 64
 
 _DTYPE_TO_DATATYPE = {
@@ -91,7 +96,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
            example_inputs=None, max_batch_size=0, batching=None,
            instance_count=0, device="cpu", description="", intern=None,
            extern=None, method=None, modules=None, more_example_inputs=None,
-           dynamic_dims=None, streaming=None):
+           dynamic_dims=None, streaming=None, load_check=True):
     """Writes ``model`` to the archive ``path`` with entry point kind "pickle".
 
     name defaults to the file name without extension. inputs/outputs are
@@ -122,13 +127,18 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
     whether the method yields its responses (SCHEMA.md): it is detected when
     the method is a generator function or returns an iterator for the
     examples, whose yielded values then give the outputs' signature.
-    Returns the manifest dict.
+    load_check (default) then loads the archive in a fresh server Python as
+    the server does, warms it up, runs the examples and compares their
+    outputs with the eager model's (load_check.py); an archive that fails is
+    not written (LoadCheckError, a ValueError, says why). Returns the
+    manifest dict.
     """
     _check_not_main(model)
     name = _default_name(name, path)
+    results = []
     inputs, outputs, streamed = _resolve_signature(model, inputs, outputs, example_inputs,
                                                    max_batch_size, method, more_example_inputs,
-                                                   dynamic_dims)
+                                                   dynamic_dims, results)
     manifest = _manifest.build_manifest(
         name, version, {"kind": "pickle", "package": PICKLE_PACKAGE, "resource": PICKLE_RESOURCE},
         inputs, outputs, max_batch_size=max_batch_size, batching=batching,
@@ -144,8 +154,27 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
             exporter.save_module(module_name)
         exporter.save_pickle(PICKLE_PACKAGE, PICKLE_RESOURCE, model)
 
-    _write_archive(path, write, intern, extern)
+    check = _load_checker(path, manifest, example_inputs, more_example_inputs, results) \
+        if load_check else None
+    _write_archive(path, write, intern, extern, check=check)
     return manifest
+
+
+def _load_checker(path, manifest, example_inputs, more_example_inputs, results):
+    """The check _write_archive runs on the finished archive: load_check.py's,
+    with the examples export ran and their eager results."""
+    examples = None
+    if example_inputs is not None:
+        examples = [_as_args(example_inputs)] + [_as_args(e) for e in (more_example_inputs or [])]
+
+    def check(tmp, file_uses):
+        from . import load_check
+        eager = load_check.eager_outputs(manifest, results) if examples else None
+        load_check.check_loads(tmp, examples, eager, manifest=manifest,
+                               display_path=os.path.abspath(os.fspath(path)),
+                               file_uses=file_uses)
+
+    return check
 
 
 def export_factory(module_file_or_name, factory="build", weights=None, path=None, *,
@@ -153,7 +182,7 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
                    example_inputs=None, max_batch_size=0, batching=None,
                    instance_count=0, device="cpu", description="", intern=None,
                    extern=None, method=None, check_weights=True, more_example_inputs=None,
-                   dynamic_dims=None, streaming=None):
+                   dynamic_dims=None, streaming=None, load_check=True):
     """Writes an archive with entry point kind "factory": the server imports
     the interned module and calls ``factory()`` (no arguments) to build the
     model. module_file_or_name is a path to a .py file or an importable
@@ -162,7 +191,8 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
     model's parameters and buffers by name at load time. With check_weights
     (default) or example_inputs the factory is called once here, to check
     that the weights fit the model (load_state_dict, strict) and to run the
-    example. Other arguments as in export(). Returns the manifest dict.
+    example. Other arguments (load_check included) as in export(). Returns
+    the manifest dict.
     """
     if path is None:
         raise TypeError("export_factory() needs path, the archive to write")
@@ -176,6 +206,7 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
 
     model = None
     streamed = False
+    results = []
     if example_inputs is not None or (state_dict is not None and check_weights):
         model = fn()
         if state_dict is not None:
@@ -184,7 +215,7 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
         _warn_if_not_servable(model)
         inputs, outputs, streamed = _resolve_signature(model, inputs, outputs, example_inputs,
                                                        max_batch_size, method,
-                                                       more_example_inputs, dynamic_dims)
+                                                       more_example_inputs, dynamic_dims, results)
     elif outputs is None or inputs is None:
         raise ValueError("outputs: inputs and outputs are required unless example_inputs is given")
 
@@ -204,19 +235,26 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
         if state_dict is not None:
             exporter.save_pickle(WEIGHTS_PACKAGE, WEIGHTS_RESOURCE, state_dict)
 
-    _write_archive(path, write, intern, extern, required_intern=module_name)
+    check = _load_checker(path, manifest, example_inputs, more_example_inputs, results) \
+        if load_check else None
+    _write_archive(path, write, intern, extern, required_intern=module_name, check=check)
     return manifest
 
 
 def import_model_module(module_file_or_name):
-    """Imports a model module from a .py file path (its folder goes on
-    sys.path so sibling imports work; the module is named after the file) or
-    by module name. Returns the module object."""
+    """Imports a model module from a .py file path or by module name and
+    returns it. A file in a package (its folder, and those above it, have an
+    __init__.py) is imported as that package's module, e.g. models/net.py as
+    models.net, with the folder above the package on sys.path, so its
+    relative imports (`from .layers import Block`) work; any other file is a
+    top-level module named after the file, its folder on sys.path so sibling
+    imports work. A module the model imports that is not installed fails
+    with what to do about it."""
     if isinstance(module_file_or_name, types.ModuleType):
         return module_file_or_name
     text = os.fspath(module_file_or_name)
     if not (text.endswith(".py") or os.sep in text or os.path.isfile(text)):
-        return importlib.import_module(text)
+        return _import_reporting_missing(text, lambda: importlib.import_module(text))
     file = os.path.abspath(text)
     if not os.path.isfile(file):
         raise FileNotFoundError(f"model file {text!r} does not exist")
@@ -224,8 +262,21 @@ def import_model_module(module_file_or_name):
     mod_name = os.path.splitext(base)[0]
     if not mod_name.isidentifier():
         raise ValueError(f"model file {text!r}: {mod_name!r} is not a valid module name")
+    package = []
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        folder, part = os.path.split(folder)
+        if not part.isidentifier():
+            raise ValueError(f"model file {text!r}: its package folder {part!r} is not a "
+                             f"valid package name")
+        package.insert(0, part)
     if folder not in sys.path:
         sys.path.insert(0, folder)
+    if package:
+        if mod_name == "__init__":
+            mod_name = ".".join(package)
+        else:
+            mod_name = ".".join(package + [mod_name])
+        return _import_reporting_missing(text, lambda: importlib.import_module(mod_name))
     existing = sys.modules.get(mod_name)
     if existing is not None and os.path.abspath(getattr(existing, "__file__", "") or "") == file:
         return existing
@@ -233,11 +284,23 @@ def import_model_module(module_file_or_name):
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
     try:
-        spec.loader.exec_module(module)
+        _import_reporting_missing(text, lambda: spec.loader.exec_module(module))
     except BaseException:
         sys.modules.pop(mod_name, None)
         raise
     return module
+
+
+def _import_reporting_missing(what, run):
+    try:
+        return run()
+    except ModuleNotFoundError as e:
+        if e.name is None or what.endswith(e.name.replace(".", os.sep) + ".py") or what == e.name:
+            raise
+        raise ModuleNotFoundError(
+            f"importing {what} failed: {e}. Install {e.name} here (the server's Python needs it "
+            f"too, as an extern module), or import it inside try/except ImportError if the model "
+            f"can run without it", name=e.name) from e
 
 
 def _default_name(name, path):
@@ -350,11 +413,14 @@ def installed_modules():
     return names
 
 
-def _write_archive(path, write, intern, extern, required_intern=None):
+def _write_archive(path, write, intern, extern, required_intern=None, check=None):
     """Runs write(exporter) into a temporary file and moves it to path, so an
-    interrupted export never leaves a half-written archive behind. The
-    temporary file has the same base name (torch.package names the archive's
-    top-level folder after it)."""
+    interrupted export, or one whose archive fails `check`, never leaves an
+    archive behind. The temporary file has the same base name (torch.package
+    names the archive's top-level folder after it). Records the extern modules
+    that only guarded imports need (manypy/optional_modules). check(tmp_path,
+    file_uses), if given, runs on the finished archive before it is moved to
+    path; file_uses lists where the archive's code uses __file__."""
     path = os.path.abspath(os.fspath(path))
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
@@ -378,6 +444,12 @@ def _write_archive(path, write, intern, extern, required_intern=None):
                 if not intern:
                     exporter.intern(list(DEFAULT_INTERN))
                 write(exporter)
+                graph = exporter.dependency_graph
+                optional = _source_scan.optional_externs(graph, _extern_nodes(graph))
+                if optional:
+                    exporter.save_text(OPTIONAL_MODULES_PACKAGE, OPTIONAL_MODULES_RESOURCE,
+                                       "".join(f"{m}\n" for m in optional))
+                file_uses = _source_scan.file_uses(graph)
         except PackagingError as e:
             text = str(e)
             if "__main__" in text:
@@ -386,9 +458,25 @@ def _write_archive(path, write, intern, extern, required_intern=None):
             raise ValueError(
                 "packaging failed (a module could not be interned; pass extern=[...] "
                 "for modules the server's Python provides, e.g. C extensions):\n" + text) from e
+        if check is not None:
+            check(tmp, file_uses)
+        elif file_uses:
+            warnings.warn(_FILE_USE_WARNING.format(
+                where=", ".join(f"{f}:{n}" for f, n in file_uses[:3])), stacklevel=4)
         os.replace(tmp, path)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _extern_nodes(graph):
+    return [name for name in graph.nodes
+            if graph.nodes[name].get("action") == _ModuleProviderAction.EXTERN]
+
+
+_FILE_USE_WARNING = (
+    "the archive's code uses __file__ ({where}) and the load check did not run: an archived "
+    "module has no folder on disk, so files found next to it are not there when the server "
+    "loads it (read them while building the model, before packaging)")
 
 
 def _load_weights(weights):
@@ -626,12 +714,13 @@ def _apply_dynamic_dims(dynamic_dims, inputs, outputs):
 
 
 def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, method,
-                       more_example_inputs=None, dynamic_dims=None):
+                       more_example_inputs=None, dynamic_dims=None, results=None):
     """Returns (inputs, outputs, streamed) as normalized spec lists (and
     whether the model streamed its responses for the examples), running the
     examples (if any) to infer or check them: dimensions that differ between
     examples become -1, as do those dynamic_dims names; outputs that are None
-    for an example are left out (with a warning)."""
+    for an example are left out (with a warning). Each example's result is
+    appended to the list `results`, when given."""
     if inputs is not None:
         inputs = _manifest.tensor_specs(inputs, "inputs")
     if outputs is not None:
@@ -659,6 +748,8 @@ def _resolve_signature(model, inputs, outputs, example_inputs, max_batch_size, m
             if len(inputs) != len(args):
                 raise ValueError(f"inputs: {len(inputs)} declared but {where} has {len(args)}")
         runs.append(_run_example(call, args, max_batch_size, outputs, where))
+        if results is not None:
+            results.append(runs[-1][1])
 
     # Inputs: one spec per position, shapes merged over the examples.
     arg_specs = []
@@ -885,21 +976,16 @@ def load_torchscript(path, manifest):
     return torch.jit.load(io.BytesIO(data))
 
 
-def load_model(path):
+def load_model(path, device="cpu"):
     """Loads an archive the way the server does, in this interpreter:
-    returns (model, manifest). A reference for tests and users; the server
-    additionally shares storages between interpreters."""
+    returns (model, manifest). After check_archive, a Python archive goes
+    through the server's own loader (server/lifecycle/model_runtime.py, via
+    server_runtime.py): its extern modules imported first, the entry point
+    built over storages mapped from the file, eval mode, no gradients, on
+    `device`. A reference for tests and users; load_check.py does the same in
+    a fresh process."""
     manifest = check_archive(path)
     if manifest["platform"] == _manifest.TORCHSCRIPT_PLATFORM:
         return load_torchscript(path, manifest), manifest
-    importer = PackageImporter(os.fspath(path))
-    ep = manifest["entry_point"]
-    if ep["kind"] == "pickle":
-        model = importer.load_pickle(ep.get("package", PICKLE_PACKAGE), ep.get("resource", PICKLE_RESOURCE))
-    else:
-        module = importer.import_module(ep["module"])
-        model = getattr(module, ep["function"])()
-        if "weights" in ep:
-            state_dict = importer.load_pickle(ep["weights"]["package"], ep["weights"]["resource"])
-            model.load_state_dict(state_dict, strict=True)
+    model, _ = _server_runtime.load(os.fspath(path), device=device)
     return model, manifest

@@ -19,6 +19,7 @@ import torch  # noqa: E402
 from torch.package import PackageImporter  # noqa: E402
 
 import manypy.package as P  # noqa: E402
+from manypy.load_check import LoadCheckError  # noqa: E402
 import sample_helpers  # noqa: E402
 import sample_models  # noqa: E402
 
@@ -152,7 +153,12 @@ class ExportTest(unittest.TestCase):
                      outputs=[("DOUBLE", "FP32", [5]), ("THIRD", "FP16", [5])], example_inputs=torch.ones(5))
         # -1 matches any size; declared dict outputs may come in any order
         P.export(model, self.path("ok.mpk"), inputs=[("X", "FP32", [-1])], outputs=[("Y", "FP32", [-1])],
-                 example_inputs=(x,), max_batch_size=8)
+                 example_inputs=(x,), max_batch_size=8, load_check=False)
+        # ... but the server warms a model up on zeros with each -1 as 1, which this one
+        # cannot take: the load check says so, pointing at the model's line.
+        with self.assertRaisesRegex(LoadCheckError, r"warm-up.*mat1 and mat2.* at sample_models\.py:\d+ in forward"):
+            P.export(model, self.path("x.mpk"), inputs=[("X", "FP32", [-1])], outputs=[("Y", "FP32", [-1])],
+                     example_inputs=(x,), max_batch_size=8)
         P.export(sample_models.DictOut(), self.path("ok2.mpk"), inputs=[("X", "FP32", [5])],
                  outputs=[("HALF", "FP16", [5]), ("DOUBLE", "FP32", [5])], example_inputs=torch.ones(5))
         self.assertFalse(os.path.exists(self.path("x.mpk")))

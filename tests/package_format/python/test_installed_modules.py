@@ -22,6 +22,7 @@ sys.path.insert(0, MANYPY_PYTHON)
 import torch  # noqa: E402
 
 import manypy.package as P  # noqa: E402
+from manypy.load_check import LoadCheckError  # noqa: E402
 
 LIB = "manypy_fake_installed_lib"  # installed into a temporary site-packages folder
 USER = "manypy_user_net_extern"    # the user's own module, in a plain folder
@@ -86,10 +87,13 @@ class InstalledModulesTest(unittest.TestCase):
             sys.modules.pop(name, None)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def export(self, name, **kwargs):
+    def export(self, name, load_check=False, **kwargs):
+        # The temporary site-packages is on this process's sys.path only, so the
+        # server's Python (and the load check's, which runs it isolated) lacks the
+        # library: these tests look at how the archive lists it, without the check.
         path = os.path.join(self.tmp, name)
         P.export(self.module.Net(), path, inputs=[("X", "FP32", [3])],
-                 example_inputs=(torch.ones(3),), **kwargs)
+                 example_inputs=(torch.ones(3),), load_check=load_check, **kwargs)
         return path
 
     def run_check(self, path, extra_path=None):
@@ -133,6 +137,18 @@ class InstalledModulesTest(unittest.TestCase):
         self.assertIn(path, proc.stdout)
         ok = self.run_check(path, extra_path=self.site)  # the same Python with it installed
         self.assertEqual(ok.stdout.strip(), "OK", ok.stdout + ok.stderr)
+
+    def test_load_check_refuses_an_extern_module_the_server_python_lacks(self):
+        # Installed only where the packaging Python looks (a virtualenv, PYTHONPATH):
+        # the check loads in the server's isolated Python and says what is missing.
+        with self.assertRaises(LoadCheckError) as ctx:
+            self.export("refused.mpk", load_check=True)
+        message = str(ctx.exception)
+        self.assertIn(f"{LIB} (ModuleNotFoundError", message)
+        self.assertIn("no PYTHONPATH, no user site-packages", message)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "refused.mpk")))
+        # Interned, the library travels in the archive and the check passes.
+        self.export("interned_checked.mpk", load_check=True, intern=[LIB, f"{LIB}.**", "**"])
 
     def test_inspect_lists_extern_modules(self):
         path = self.export("net.mpk")

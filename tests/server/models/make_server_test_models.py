@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Packages the server-test models into DIR: echo_all, failing, slow, spin,
-batched_double, and as TorchScript (platform torchscript) double_sum_ts and
+batched_double, tagged_double and echo_rows (empty batches), and as TorchScript (platform torchscript) double_sum_ts and
 failing_ts; cuda/needs_cuda and missing_module/needs_missing_module in
 folders of their own (models every server here must refuse to load), and
 none_output/sometimes_none (an output that may be None); the streaming
@@ -9,7 +9,9 @@ composition/ (composition_models.py); the fault-injection
 models in faults/ and swap/ (fault_models.py); in torch_versions/, two_io as
 packaged under PyTorch 1.13 (testdata/two_io_torch1_13.mpk, made on Debian
 12) and under 2.6 (packaged here; on a torch older than 2.6 its manifest says
-2.6.0+debian / Python 3.13.5, as Debian 13's would).
+2.6.0+debian / Python 3.13.5, as Debian 13's would); in corner_cases/,
+configured_affine (config_models.py: a dataclass, a NamedTuple and a
+pydantic-style class that look their module up by name).
 
     /usr/bin/python3 tests/server/models/make_server_test_models.py --out DIR
 """
@@ -30,6 +32,10 @@ import fault_models  # noqa: E402
 import streaming_models  # noqa: E402
 import composition_models  # noqa: E402
 import server_test_models as m  # noqa: E402
+
+# For the models made to fail in the server (to test how it fails): the load
+# check that export runs would refuse to write them.
+MADE_TO_FAIL = {"load_check": False}
 
 
 def export_needs_missing_module(out):
@@ -52,7 +58,7 @@ def export_needs_missing_module(out):
                                   name="needs_missing_module",
                                   inputs=[("INPUT__0", "FP32", [-1])],
                                   outputs=[("OUTPUT__0", "FP32", [-1])],
-                                  example_inputs=(torch.ones(4),))
+                                  example_inputs=(torch.ones(4),), **MADE_TO_FAIL)
         finally:
             sys.path.remove(site)
             sys.modules.pop("manypy_test_installed_lib", None)
@@ -146,6 +152,18 @@ def export_composition_models(out):
                           outputs=[("RESULT", "BYTES", [1])])
 
 
+def export_corner_cases(out):
+    """corner_cases/configured_affine.mpk (config_models.py): module-level
+    code that finds its module in sys.modules (issue 28)."""
+    import torch
+    import config_models
+    folder = os.path.join(out, "corner_cases")
+    os.makedirs(folder, exist_ok=True)
+    manypy.package.export(config_models.ConfiguredAffine(),
+                          os.path.join(folder, "configured_affine.mpk"), name="configured_affine",
+                          inputs=[("INPUT__0", "FP32", [-1])], example_inputs=(torch.ones(3),))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -165,6 +183,16 @@ def main():
                           name="batched_double", inputs=[("X", "FP32", [2])],
                           outputs=[("Y", "FP32", [2])], max_batch_size=16,
                           batching={"dynamic": True, "max_queue_delay_microseconds": 2000})
+    # Empty batches (docs/packaging.md#empty-batches): answered from the signature,
+    # and run by the model.
+    manypy.package.export(m.TaggedDouble(), os.path.join(out, "tagged_double.mpk"),
+                          name="tagged_double", inputs=[("X", "FP32", [3])],
+                          outputs=[("Y", "FP32", [3]), ("TAG", "BYTES", [1])], max_batch_size=8,
+                          batching={"dynamic": True, "max_queue_delay_microseconds": 1000})
+    manypy.package.export(m.EchoRows(), os.path.join(out, "echo_rows.mpk"), name="echo_rows",
+                          inputs=[("X", "FP32", [-1]), ("T", "BYTES", [1])],
+                          outputs=[("Y", "FP32", [-1]), ("U", "BYTES", [1])], max_batch_size=8,
+                          batching={"dynamic": True, "max_queue_delay_microseconds": 1000})
     manypy.torchscript.export(m.DoubleAndSum(), os.path.join(out, "double_sum_ts.mpk"),
                               name="double_sum_ts", inputs=[("X", "FP32", [3])],
                               outputs=[("DOUBLE", "FP32", [3]), ("SUM", "FP32", [1])],
@@ -193,10 +221,12 @@ def main():
     export_streaming_models(out)
     export_composition_models(out)
     export_torch_versions(out)
-    print(f"wrote echo_all, failing, slow, spin, batched_double, double_sum_ts, failing_ts, "
+    export_corner_cases(out)
+    print(f"wrote echo_all, failing, slow, spin, batched_double, tagged_double, echo_rows, "
+          f"double_sum_ts, failing_ts, "
           f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none, "
           f"faults/{{wrong_output,exits,fails_to_load}}, swap/scaled_v{{1,2}}, "
-          f"torch_versions/two_io_torch{{1_13,2_6}} "
+          f"torch_versions/two_io_torch{{1_13,2_6}}, corner_cases/configured_affine "
           f"to {out}")
 
 

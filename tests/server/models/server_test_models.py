@@ -71,3 +71,23 @@ class SometimesNone(torch.nn.Module):
         if bool((x < 0).any()):
             return None, x
         return x * 2, None
+
+
+class TaggedDouble(torch.nn.Module):
+    """X FP32 [B, 3] -> Y FP32 [B, 3] (doubled) and TAG BYTES [B, 1] (b"row"):
+    a signature that fixes every output, so an empty batch is answered
+    without calling the model; one that is called anyway raises."""
+
+    def forward(self, x):
+        if x.shape[0] == 0:
+            raise RuntimeError("tagged_double was called for an empty batch")
+        return x * 2, [[b"row"] for _ in range(x.shape[0])]
+
+
+class EchoRows(torch.nn.Module):
+    """X FP32 [B, -1] -> Y FP32 [B, -1] (doubled), T BYTES [B, 1] -> U BYTES
+    [B, 1] (upper-cased): a variable output dimension that only the model
+    knows, so an empty batch is run like any other."""
+
+    def forward(self, x, texts):
+        return x * 2, [[t.upper() for t in row] for row in texts]

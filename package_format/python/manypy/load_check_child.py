@@ -1,0 +1,81 @@
+"""The fresh process of the load check (load_check.py): loads one archive
+with the server's runtime as the server does, warms it up as the server does,
+runs the example inputs, and writes what happened.
+
+Run as `/usr/bin/python3 -I load_check_child.py REQUEST.json`: isolated like
+the server's interpreters (no PYTHONPATH, no user site-packages, no script or
+working folder on sys.path), so the archive gets only what the server's
+Python would give it. REQUEST.json holds {"archive", "display" (the path to name in messages), "server_runtime" (the
+path of server_runtime.py), "examples" (a torch.save'd list of argument
+lists, or null), "outputs" (where to torch.save the outputs), "result"
+(where to write the JSON result)}.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+import traceback
+
+# Taken before the runtime wraps os._exit (its wrapper logs a model's exit as
+# the server's).
+_exit = os._exit
+
+
+def _import_server_runtime(path):
+    spec = importlib.util.spec_from_file_location("manypy_server_runtime", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(request, result):
+    stage = "importing the server's runtime"
+    try:
+        import torch
+
+        server_runtime = _import_server_runtime(request["server_runtime"])
+        server_runtime.import_runtime()
+        stand_in = server_runtime.serving_stand_in()
+        manifest = server_runtime.read_manifest(request["archive"])
+        device = manifest.get("device", "cpu")
+        if device != "cpu" and not torch.cuda.is_available():
+            result["device_note"] = f"loaded on cpu: the manifest asks for {device}, this machine has no CUDA"
+            device = "cpu"
+        stage = "loading"
+        model, manifest = server_runtime.load(request["display"], device=device,
+                                              source=request["archive"])
+        stage = "warm-up (the server's: zeros from the signature)"
+        try:
+            server_runtime.infer(model, manifest, server_runtime.warmup_inputs(manifest), device)
+        except stand_in.InferenceError:
+            pass  # it calls other models (manypy.infer), as the server's warm-up allows
+        outputs = []
+        if request.get("examples"):
+            examples = torch.load(request["examples"])
+            for i, args in enumerate(examples):
+                stage = f"example {i}"
+                outputs.append(server_runtime.infer(model, manifest, args, device))
+        stage = "saving the outputs"
+        torch.save(outputs, request["outputs"])
+        result["ok"] = True
+    except BaseException as e:  # SystemExit from the model included: report, don't vanish
+        result.update(ok=False, stage=stage, type=type(e).__name__,
+                      module=type(e).__module__, message=str(e),
+                      traceback="".join(traceback.format_exception(e)))
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        request = json.load(f)
+    result = {}
+    _run(request, result)
+    with open(request["result"], "w") as f:
+        json.dump(result, f)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _exit(0)  # the answer is written; threads a model left behind must not hold the process
+
+
+if __name__ == "__main__":
+    main()
