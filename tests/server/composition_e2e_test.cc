@@ -1,0 +1,170 @@
+// CompositionTest: models that call models (manypy.infer / manypy.submit)
+// against the real manypy-server: outputs, statistics of the callee, fan-out,
+// no deadlock with more callers than interpreters, a refused cycle, the
+// callee's errors reaching the caller, the caller's deadline carried over,
+// manypy.request and manypy.log.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/test_util/server_fixture.h"
+
+namespace manypy {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+ModelInferRequest Floats(const std::string& model, const std::vector<float>& values) {
+  ModelInferRequest r;
+  r.set_model_name(model);
+  auto* in = r.add_inputs();
+  in->set_name("INPUT__0");
+  in->set_datatype("FP32");
+  in->add_shape(static_cast<int64_t>(values.size()));
+  r.add_raw_input_contents(Raw(values));
+  return r;
+}
+
+/// probe's request: MODE and a one-element INPUT__0.
+ModelInferRequest Probe(const std::string& mode) {
+  ModelInferRequest r = Floats("probe", {1.f});
+  auto* m = r.add_inputs();
+  m->set_name("MODE");
+  m->set_datatype("BYTES");
+  m->add_shape(1);
+  std::string raw(4, '\0');
+  uint32_t n = static_cast<uint32_t>(mode.size());
+  memcpy(raw.data(), &n, 4);
+  r.add_raw_input_contents(raw + mode);
+  return r;
+}
+
+std::string Text(const ModelInferResponse& out) { return out.raw_output_contents(0).substr(4); }
+
+class CompositionTest : public ServerTest {
+ protected:
+  void Start(std::vector<std::string> args = {}) {
+    args.push_back(std::string("--model-repository=") + MANYPY_TEST_REPOSITORY + "/composition");
+    StartServer(std::move(args));
+  }
+  std::string ProbeText(const std::string& mode, int deadline_ms = 30000) {
+    ModelInferResponse out;
+    grpc::Status s = Infer(Probe(mode), &out, deadline_ms);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return s.ok() ? Text(out) : "";
+  }
+};
+
+TEST_F(CompositionTest, ANestedCallReturnsTheCalleesOutputsAndCountsInItsStatistics) {
+  Start();
+  ModelInferResponse out;
+  grpc::Status s = Infer(Floats("calls_double", {1.f, 2.5f}), &out);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{3.f, 6.f}));
+  EXPECT_EQ(Statistics("double").inference_stats().success().count(), 1u);
+  EXPECT_EQ(Statistics("calls_double").inference_stats().success().count(), 1u);
+  // Four calls submitted at once, then waited for.
+  s = Infer(Floats("fan_out", {1.f}), &out);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{2.f + 4 + 6 + 8}));
+  EXPECT_EQ(Statistics("double").inference_stats().success().count(), 5u);
+}
+
+TEST_F(CompositionTest, MoreCallersThanInterpretersAllFinish) {
+  // Every interpreter can be held by a caller waiting for its callee: the
+  // waiting caller runs its callee itself.
+  Start({"--interpreters=2"});
+  std::atomic<int> ok{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 16; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 20; ++i) {
+        ModelInferResponse out;
+        grpc::Status s = Infer(Floats(c % 2 ? "fan_out" : "calls_double", {float(i)}), &out, 30000);
+        (s.ok() ? ok : failed)++;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 320);
+  EXPECT_EQ(failed.load(), 0);
+}
+
+TEST_F(CompositionTest, ACycleIsRefusedNamingTheChain) {
+  Start();
+  ModelInferResponse out;
+  grpc::Status s = Infer(Floats("cycle_a", {1.f}), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_TRUE(Contains(s.error_message(), "FAILED_PRECONDITION: model 'cycle_b' calls model "
+                                          "'cycle_a', which is already running this call "
+                                          "(cycle_a -> cycle_b -> cycle_a): a cycle, refused"))
+      << s.error_message();
+  // And both serve on: cycle_b alone is refused the same way, one level down.
+  s = Infer(Floats("cycle_b", {1.f}), &out);
+  EXPECT_TRUE(Contains(s.error_message(), "(cycle_b -> cycle_a -> cycle_b)")) << s.error_message();
+}
+
+TEST_F(CompositionTest, TheCalleesErrorsReachTheCallerAsInferenceErrorWithStatusAndMessage) {
+  Start();
+  EXPECT_EQ(ProbeText("unknown"),
+            R"({"status": "NOT_FOUND", "message": "unknown model 'no_such_model'", "type": "InferenceError"})");
+  EXPECT_TRUE(Contains(ProbeText("bad_input"),
+                       R"J("status": "INVALID_ARGUMENT", "message": "model 'double' has no input 'WRONG' (its inputs: INPUT__0)")J"));
+  EXPECT_TRUE(Contains(ProbeText("wrong_dtype"),
+                       "input 'INPUT__0' of model 'double' is FP32 (torch.Float), got a tensor of torch.Long"));
+  // Refused requests count in the callee's statistics, once each.
+  EXPECT_EQ(Statistics("double").inference_stats().fail().count(), 2u);
+}
+
+TEST_F(CompositionTest, TheCallersDeadlineAndTimeoutsCarryOver) {
+  Start();
+  std::string text = ProbeText("timeout");
+  EXPECT_TRUE(Contains(text, R"("status": "DEADLINE_EXCEEDED")")) << text;
+  EXPECT_TRUE(Contains(text, "slow_double")) << text;
+  // A call submitted and never waited for is waited for when its caller returns.
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ProbeText("leak"), R"({"submitted": true})");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
+  EXPECT_EQ(Statistics("slow_double").inference_stats().success().count(), 1u);
+}
+
+TEST_F(CompositionTest, ManypyRequestAndLog) {
+  fs::path log = fs::temp_directory_path() / ("manypy_composition_" + std::to_string(getpid()) + ".log");
+  server_.set_stderr_path(log.string());
+  Start({"--log-format=json"});
+  ModelInferRequest r = Probe("request");
+  r.set_id("req-9");
+  (*r.mutable_parameters())["p"].set_int64_param(7);
+  (*r.mutable_parameters())["tag"].set_string_param("x");
+  ModelInferResponse out;
+  grpc::Status s = Infer(r, &out, 5000);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  std::string text = Text(out);
+  EXPECT_TRUE(Contains(text, R"("id": "req-9")")) << text;
+  EXPECT_TRUE(Contains(text, R"("parameters": {"p": 7, "tag": "x"})")) << text;
+  EXPECT_TRUE(Contains(text, R"("client_left": false)")) << text;
+  double left = std::stod(text.substr(text.find("\"seconds_left\": ") + 16));
+  EXPECT_GT(left, 3.0);
+  EXPECT_LE(left, 5.0);
+  EXPECT_EQ(ProbeText("log"), R"({"logged": true})");
+  std::ifstream in(log);
+  std::stringstream lines;
+  lines << in.rdbuf();
+  EXPECT_TRUE(Contains(lines.str(), R"("level": "INFO", "msg": "model 'probe': probe says hello answer=42 who=probe", "model": "probe", "answer": 42, "who": "probe")"))
+      << lines.str().substr(0, 4000);
+  fs::remove(log);
+}
+
+}  // namespace
+}  // namespace manypy
