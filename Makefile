@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving soak clean
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native soak clean
 
 all: build
 
@@ -70,6 +70,11 @@ bench-http: models
 bench-serving: models
 	/usr/bin/python3 tests/bench/bench_serving.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/serving.json
+
+# Nested calls (manypy.infer vs two gRPC calls in turn) and streams (char_lm over gRPC and SSE).
+bench-python-native: models
+	/usr/bin/python3 tests/bench/bench_python_native.py --build $(BUILD) \
+	  --repository $(BUILD)/model-repository --out bench-results/python_native.json
 
 # The whole suite in at most 20 minutes on 2 cores: serving (manypy, manypy-torchscript,
 # python-grpc, python-processes; 5 models; concurrency 1-64), memory vs workers, then

@@ -16,6 +16,7 @@
 
 #include "interpreters/pool.h"
 #include "server/core/python_services.h"
+#include "server/metrics/python_metrics.h"
 #include "interpreters/thread_policy.h"
 #include "server/allocator_info.h"
 #include "server/auth/access_tokens.h"
@@ -152,9 +153,11 @@ int main(int argc, char** argv) {
     metrics = std::move(*started);
     printf("manypy-server: metrics listening on %s\n", metrics->url().c_str());
   }
-  // The `manypy` module a model's Python imports (archives extern it), then
-  // what it asks of the server; before any model loads.
+  // The `manypy` module a model's Python imports (the archive's mock of it is
+  // replaced), and its metrics (declared as the model imports): before any
+  // model loads. On /metrics with the server's, or (--no-metrics) kept unseen.
   PythonServices::Install(pool->get());
+  PythonMetrics python_metrics(metrics ? metrics->registry() : nullptr);
   auto models = ModelManager::Create(pool->get(), &dispatcher,
                                      {options->model_repository, options->explicit_model_control,
                                       options->load_models, options->serving,

@@ -30,12 +30,17 @@ without a deadline), client_left (every client has gone: stop early).
 log.info / log.warning / log.error / log.verbose(message, **fields): a line
 in the server's log, in its format (text, or JSON with the fields), naming
 the model.
+
+metrics.counter / gauge / histogram(name, documentation, labels=(...)):
+the model's own metrics on the server's /metrics, with prometheus_client's
+methods (inc, dec, set, observe, labels(...)); every sample also gets the
+model's name and version as labels.
 """
 import threading
 
 import _manypy
 
-__all__ = ["InferenceError", "Future", "infer", "submit", "request", "log"]
+__all__ = ["InferenceError", "Future", "infer", "submit", "request", "log", "metrics"]
 
 
 class InferenceError(Exception):
@@ -232,3 +237,87 @@ class _Log:
 
 
 log = _Log()
+
+
+class _Metric:
+    """One metric a model declared (manypy.metrics.counter / gauge /
+    histogram), or one label set of it: prometheus_client's methods."""
+
+    def __init__(self, name, kind, labelnames, values=()):
+        self._name, self._kind, self._labelnames, self._values = name, kind, labelnames, values
+
+    def labels(self, *values, **by_name):
+        """The child for these label values (by position or by name)."""
+        if by_name:
+            if values:
+                raise ValueError("labels(): give values by position or by name, not both")
+            missing = [n for n in self._labelnames if n not in by_name]
+            extra = [n for n in by_name if n not in self._labelnames]
+            if missing or extra:
+                raise ValueError(f"metric {self._name!r} has labels {list(self._labelnames)}; "
+                                 f"got {sorted(by_name)}")
+            values = tuple(str(by_name[n]) for n in self._labelnames)
+        if len(values) != len(self._labelnames):
+            raise ValueError(f"metric {self._name!r} has {len(self._labelnames)} label(s) "
+                             f"{list(self._labelnames)}, got {len(values)} value(s)")
+        return _Metric(self._name, self._kind, self._labelnames, tuple(str(v) for v in values))
+
+    def _update(self, op, value):
+        if self._labelnames and not self._values:
+            raise ValueError(f"metric {self._name!r} has labels {list(self._labelnames)}: "
+                             f"call .labels(...) first")
+        _call("metrics.update", {"name": self._name, "op": op, "value": float(value),
+                                 "labels": list(self._values), "model": _current_model()})
+
+    def inc(self, amount=1):
+        self._update("inc", amount)
+
+    def dec(self, amount=1):
+        self._update("dec", amount)
+
+    def set(self, value):
+        self._update("set", value)
+
+    def observe(self, value):
+        self._update("observe", value)
+
+    def __reduce__(self):  # a model keeping its metric pickles the declaration
+        return (_declare, (self._kind, self._name, "", self._labelnames, None))
+
+    def __repr__(self):
+        return f"<manypy.metrics.{self._kind} {self._name!r}>"
+
+
+def _declare(kind, name, documentation, labelnames=(), buckets=None):
+    labelnames = tuple(labelnames)
+    try:
+        _call("metrics.declare", {"name": name, "help": documentation, "kind": kind,
+                                  "labels": list(labelnames),
+                                  "buckets": None if buckets is None else [float(b) for b in buckets]})
+    except InferenceError as e:
+        if e.status == "INVALID_ARGUMENT":
+            raise ValueError(e.message) from None
+        raise
+    return _Metric(name, kind, labelnames)
+
+
+class _Metrics:
+    """manypy.metrics: a model's own metrics on the server's /metrics, each
+    sample labelled with its model and version. Invalid names, and a name
+    declared again as another kind or with other labels, raise ValueError."""
+
+    @staticmethod
+    def counter(name, documentation, labelnames=(), labels=None):
+        return _declare("counter", name, documentation, labels if labels is not None else labelnames)
+
+    @staticmethod
+    def gauge(name, documentation, labelnames=(), labels=None):
+        return _declare("gauge", name, documentation, labels if labels is not None else labelnames)
+
+    @staticmethod
+    def histogram(name, documentation, labelnames=(), labels=None, buckets=None):
+        return _declare("histogram", name, documentation,
+                        labels if labels is not None else labelnames, buckets)
+
+
+metrics = _Metrics()

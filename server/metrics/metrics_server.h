@@ -40,6 +40,8 @@ class MetricsServer {
   std::string url() const;
   /// The exposition text a scrape gets now.
   std::string Scrape() const;
+  /// Where more families go (a model's own metrics: python_metrics.h).
+  prometheus::Registry* registry() const { return registry_.get(); }
 
  private:
   MetricsServer() = default;

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/test_util/http_client.h"
 #include "tests/test_util/server_fixture.h"
 
 namespace manypy {
@@ -137,6 +138,20 @@ TEST_F(CompositionTest, TheCallersDeadlineAndTimeoutsCarryOver) {
   EXPECT_EQ(ProbeText("leak"), R"({"submitted": true})");
   EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
   EXPECT_EQ(Statistics("slow_double").inference_stats().success().count(), 1u);
+}
+
+TEST_F(CompositionTest, AModelsOwnMetricsAreOnMetricsWithItsModelAndVersion) {
+  Start();
+  EXPECT_EQ(ProbeText("metric"), R"({"counted": true})");
+  EXPECT_EQ(ProbeText("metric"), R"({"counted": true})");
+  EXPECT_EQ(ProbeText("metric_twice"),
+            R"({"ValueError": "metric 'probe_calls_total' is declared already as a counter, not a gauge"})");
+  testing::HttpConnection connection(server_.metrics_port());
+  std::string text = connection.Send("GET", "/metrics").body;
+  EXPECT_TRUE(Contains(text, "# HELP probe_calls_total probe's calls by mode")) << text;
+  EXPECT_TRUE(Contains(text, R"(probe_calls_total{mode="metric",model="probe",version="1"} 2)")) << text;
+  EXPECT_TRUE(Contains(text, R"(probe_seconds_count{model="probe",version="1"} 2)")) << text;
+  EXPECT_TRUE(Contains(text, R"(probe_seconds_bucket{model="probe",version="1",le="0.01"} 2)")) << text;
 }
 
 TEST_F(CompositionTest, ManypyRequestAndLog) {

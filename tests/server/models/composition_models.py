@@ -12,7 +12,9 @@ probe: MODE BYTES [1], INPUT__0 FP32 [-1] -> RESULT BYTES [1]: what a
   model that does not exist), "bad_input" (double with a wrong input name),
   "wrong_dtype" (double with int64), "request" (manypy.request), "log" (a
   manypy.log.info line with fields), "timeout" (a call with a tiny timeout
-  on slow_double), "leak" (a submit never waited for).
+  on slow_double), "leak" (a submit never waited for), "metric" (its
+  module-level counter probe_calls_total{mode} and histogram probe_seconds),
+  "metric_twice" (probe_calls_total declared again as a gauge).
 slow_double: as double, after sleeping 0.3 s.
 """
 import json
@@ -21,6 +23,10 @@ import time
 import manypy
 import torch
 from torch import nn
+
+CALLS = manypy.metrics.counter("probe_calls_total", "probe's calls by mode", labels=["mode"])
+SECONDS = manypy.metrics.histogram("probe_seconds", "probe's time per call",
+                                   buckets=[0.001, 0.01, 0.1, 1])
 
 
 class Double(nn.Module):
@@ -81,6 +87,15 @@ class Probe(nn.Module):
                 out = {"logged": True}
             elif mode == "timeout":
                 manypy.infer("slow_double", {"INPUT__0": x}, timeout=0.05)
+            elif mode == "metric":
+                CALLS.labels(mode=mode).inc()
+                SECONDS.observe(0.005)
+                out = {"counted": True}
+            elif mode == "metric_twice":
+                try:
+                    manypy.metrics.gauge("probe_calls_total", "again", labels=["mode"])
+                except ValueError as e:
+                    out = {"ValueError": str(e)}
             elif mode == "leak":
                 manypy.submit("slow_double", {"INPUT__0": x})
                 out = {"submitted": True}
