@@ -154,6 +154,43 @@ TEST_F(CompositionTest, AModelsOwnMetricsAreOnMetricsWithItsModelAndVersion) {
   EXPECT_TRUE(Contains(text, R"(probe_seconds_bucket{model="probe",version="1",le="0.01"} 2)")) << text;
 }
 
+TEST_F(CompositionTest, TheExamplePipelineAnswersAsItsDetectorDoesAndClassifiesEachBox) {
+  // models/detect_and_classify over the example repository's detector and classifier.
+  StartServer({"--model-control-mode=explicit", "--load-model=fasterrcnn_mobilenet_v3_large_320_fpn",
+               "--load-model=mobilenet_v3_small", "--load-model=detect_and_classify"});
+  ModelInferRequest image;
+  auto* in = image.add_inputs();
+  in->set_name("INPUT__0");
+  in->set_datatype("FP32");
+  for (int64_t d : {1, 3, 120, 160}) in->add_shape(d);
+  std::vector<float> pixels(3 * 120 * 160);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<float>((i * 7919) % 1000) / 1000.f;
+  image.add_raw_input_contents(Raw(pixels));
+  image.set_model_name("detect_and_classify");
+  ModelInferResponse pipeline, detector;
+  grpc::Status s = Infer(image, &pipeline, 60000);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  image.set_model_name("fasterrcnn_mobilenet_v3_large_320_fpn");
+  s = Infer(image, &detector, 60000);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  auto boxes = FromRaw<float>(pipeline.raw_output_contents(0));
+  auto classes = FromRaw<int64_t>(pipeline.raw_output_contents(2));
+  auto found = FromRaw<float>(detector.raw_output_contents(0));
+  ASSERT_FALSE(classes.empty());
+  ASSERT_EQ(boxes.size(), 4 * classes.size());
+  if (!found.empty()) {  // its best boxes, bit-equal to the detector's own answer
+    found.resize(std::min(found.size(), boxes.size()));
+    EXPECT_EQ(std::vector<float>(boxes.begin(), boxes.begin() + found.size()), found);
+  }
+  for (int64_t c : classes) {
+    EXPECT_GE(c, 0);
+    EXPECT_LT(c, 1000);
+  }
+  // Each model counted its own request: the detector twice, the classifier once.
+  EXPECT_EQ(Statistics("fasterrcnn_mobilenet_v3_large_320_fpn").inference_stats().success().count(), 2u);
+  EXPECT_EQ(Statistics("mobilenet_v3_small").inference_stats().success().count(), 1u);
+}
+
 TEST_F(CompositionTest, ManypyRequestAndLog) {
   fs::path log = fs::temp_directory_path() / ("manypy_composition_" + std::to_string(getpid()) + ".log");
   server_.set_stderr_path(log.string());

@@ -151,6 +151,24 @@ class ExampleModelsTest(unittest.TestCase):
             swapped = model(args[0].flip(1))
         self.assertFalse(torch.allclose(swapped[:, -1], result[:, 0], atol=1e-3))
 
+    def test_detect_and_classify_crops(self):
+        module = make_repository.load("detect_and_classify")
+        self.assertTrue(module.__doc__.startswith("detect_and_classify:"))
+        self.assertEqual(set(module.CALLS) <= set(make_repository.MODELS), True)
+        (image,) = module.example_inputs()
+        boxes = torch.tensor([[0.0, 0.0, 200.0, 160.0], [10.2, 20.7, 10.4, 20.9], [-5, -5, 500, 500]])
+        out = module.crops(image, boxes)
+        self.assertEqual(list(out.shape), [3, 3, module.CROP, module.CROP])
+        # The whole image, resized, is the first crop; a sub-pixel box still has a pixel.
+        whole = torch.nn.functional.interpolate(image, size=(224, 224), mode="bilinear",
+                                                align_corners=False)
+        self.assertTrue(torch.equal(out[0], whole[0]))
+        self.assertTrue(torch.equal(out[2], whole[0]))
+        # Outside the server there is nothing to call: the stand-in says so.
+        import manypy
+        with self.assertRaises(manypy.InferenceError):
+            module.build()(image)
+
     def test_char_lm(self):
         module = make_repository.load("char_lm")
         self.assertTrue(module.__doc__.startswith("char_lm:"))
