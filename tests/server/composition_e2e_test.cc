@@ -26,20 +26,9 @@ bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-ModelInferRequest Floats(const std::string& model, const std::vector<float>& values) {
-  ModelInferRequest r;
-  r.set_model_name(model);
-  auto* in = r.add_inputs();
-  in->set_name("INPUT__0");
-  in->set_datatype("FP32");
-  in->add_shape(static_cast<int64_t>(values.size()));
-  r.add_raw_input_contents(Raw(values));
-  return r;
-}
-
 /// probe's request: MODE and a one-element INPUT__0.
 ModelInferRequest Probe(const std::string& mode) {
-  ModelInferRequest r = Floats("probe", {1.f});
+  ModelInferRequest r = FloatRequest("probe", {1.f});
   auto* m = r.add_inputs();
   m->set_name("MODE");
   m->set_datatype("BYTES");
@@ -70,13 +59,13 @@ class CompositionTest : public ServerTest {
 TEST_F(CompositionTest, ANestedCallReturnsTheCalleesOutputsAndCountsInItsStatistics) {
   Start();
   ModelInferResponse out;
-  grpc::Status s = Infer(Floats("calls_double", {1.f, 2.5f}), &out);
+  grpc::Status s = Infer(FloatRequest("calls_double", {1.f, 2.5f}), &out);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{3.f, 6.f}));
   EXPECT_EQ(Statistics("double").inference_stats().success().count(), 1u);
   EXPECT_EQ(Statistics("calls_double").inference_stats().success().count(), 1u);
   // Four calls submitted at once, then waited for.
-  s = Infer(Floats("fan_out", {1.f}), &out);
+  s = Infer(FloatRequest("fan_out", {1.f}), &out);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{2.f + 4 + 6 + 8}));
   EXPECT_EQ(Statistics("double").inference_stats().success().count(), 5u);
@@ -92,7 +81,7 @@ TEST_F(CompositionTest, MoreCallersThanInterpretersAllFinish) {
     clients.emplace_back([&, c] {
       for (int i = 0; i < 20; ++i) {
         ModelInferResponse out;
-        grpc::Status s = Infer(Floats(c % 2 ? "fan_out" : "calls_double", {float(i)}), &out, 30000);
+        grpc::Status s = Infer(FloatRequest(c % 2 ? "fan_out" : "calls_double", {float(i)}), &out, 30000);
         (s.ok() ? ok : failed)++;
       }
     });
@@ -105,14 +94,14 @@ TEST_F(CompositionTest, MoreCallersThanInterpretersAllFinish) {
 TEST_F(CompositionTest, ACycleIsRefusedNamingTheChain) {
   Start();
   ModelInferResponse out;
-  grpc::Status s = Infer(Floats("cycle_a", {1.f}), &out);
+  grpc::Status s = Infer(FloatRequest("cycle_a", {1.f}), &out);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
   EXPECT_TRUE(Contains(s.error_message(), "FAILED_PRECONDITION: model 'cycle_b' calls model "
                                           "'cycle_a', which is already running this call "
                                           "(cycle_a -> cycle_b -> cycle_a): a cycle, refused"))
       << s.error_message();
   // And both serve on: cycle_b alone is refused the same way, one level down.
-  s = Infer(Floats("cycle_b", {1.f}), &out);
+  s = Infer(FloatRequest("cycle_b", {1.f}), &out);
   EXPECT_TRUE(Contains(s.error_message(), "(cycle_b -> cycle_a -> cycle_b)")) << s.error_message();
 }
 

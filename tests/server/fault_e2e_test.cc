@@ -29,18 +29,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-/// One FP32 input INPUT__0 of shape [n]: every fault model and failing / spin take it.
-ModelInferRequest FloatRequest(const std::string& model, const std::vector<float>& values) {
-  ModelInferRequest r;
-  r.set_model_name(model);
-  auto* in = r.add_inputs();
-  in->set_name("INPUT__0");
-  in->set_datatype("FP32");
-  in->add_shape(static_cast<int64_t>(values.size()));
-  r.add_raw_input_contents(Raw(values));
-  return r;
-}
-
 std::string JsonInfer(const std::vector<float>& values, const std::string& input = "INPUT__0",
                       const std::string& datatype = "FP32") {
   std::ostringstream body;

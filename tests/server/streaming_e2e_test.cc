@@ -62,17 +62,6 @@ ModelInferRequest Ticker(int64_t count, int64_t delay_ms, int64_t size, const st
   return r;
 }
 
-ModelInferRequest Floats(const std::string& model, const std::vector<float>& values) {
-  ModelInferRequest r;
-  r.set_model_name(model);
-  auto* in = r.add_inputs();
-  in->set_name("INPUT__0");
-  in->set_datatype("FP32");
-  in->add_shape(static_cast<int64_t>(values.size()));
-  r.add_raw_input_contents(Raw(values));
-  return r;
-}
-
 /// Whether the response carries triton_final_response, and its value.
 bool Final(const inference::ModelStreamInferResponse& r) {
   auto it = r.infer_response().parameters().find("triton_final_response");
@@ -214,7 +203,7 @@ TEST_F(StreamingTest, AGeneratorThatRaisesAfterThreeResponsesEndsWithItsErrorAnd
   Start();
   grpc::ClientContext ctx;
   auto s = Open(&ctx);
-  ASSERT_TRUE(s->Write(Floats("raises_after_three", {2.f})));
+  ASSERT_TRUE(s->Write(FloatRequest("raises_after_three", {2.f})));
   auto got = ReadRequest(*s);
   ASSERT_EQ(got.size(), 4u);
   for (int i = 0; i < 3; ++i) {
@@ -239,7 +228,7 @@ TEST_F(StreamingTest, AYieldedValueOfTheWrongTypeEndsTheStreamNamingTheOutput) {
   Start();
   grpc::ClientContext ctx;
   auto s = Open(&ctx);
-  ASSERT_TRUE(s->Write(Floats("wrong_type", {1.f})));
+  ASSERT_TRUE(s->Write(FloatRequest("wrong_type", {1.f})));
   auto got = ReadRequest(*s);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_TRUE(got[0].error_message().empty());

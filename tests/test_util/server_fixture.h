@@ -93,6 +93,19 @@ std::vector<T> FromRaw(const std::string& raw) {
 }
 
 /// two_io's inputs [1,2,3,4] and [10,20,30,40], raw or typed.
+/// One FP32 input INPUT__0 of shape [n] (the fault, streaming and
+/// composition test models take it).
+inline ModelInferRequest FloatRequest(const std::string& model, const std::vector<float>& values) {
+  ModelInferRequest r;
+  r.set_model_name(model);
+  auto* in = r.add_inputs();
+  in->set_name("INPUT__0");
+  in->set_datatype("FP32");
+  in->add_shape(static_cast<int64_t>(values.size()));
+  r.add_raw_input_contents(Raw(values));
+  return r;
+}
+
 inline ModelInferRequest TwoIoRequest(bool raw) {
   ModelInferRequest r;
   r.set_model_name("two_io");
