@@ -226,6 +226,19 @@ def _lazy_module_name(get_lines, importer):
     return None
 
 
+def _bind_server_api(importer, api):
+    """The archive's `manypy` package (the packager's mock of it, or just the
+    folder of its manifest and weights, which the importer reads as that
+    package's resources) gets the server's functions: a model's `import
+    manypy` then calls the server."""
+    try:
+        package = importer.import_module("manypy")
+    except ModuleNotFoundError:
+        return
+    for name in getattr(api, "__all__", ()):
+        setattr(package, name, getattr(api, name))
+
+
 def load(path, entry_point, storages, device="cpu", source=None, name=None):
     """Loads the model archived at `path` (named in messages), reading its
     code and pickles from `source` (the host's sealed copy of the archive)
@@ -236,9 +249,7 @@ def load(path, entry_point, storages, device="cpu", source=None, name=None):
         api._enter(name or path)  # its import-time log lines name it
     importer = ArchiveImporter(source or path)
     if api is not None:
-        # The archive holds a mock of `manypy` (the packager's); the model's
-        # `import manypy` gets the server's own module instead.
-        importer.modules["manypy"] = api
+        _bind_server_api(importer, api)
     check_extern_modules(importer, path)
     importer.zip_reader = SharedStorageReader(importer.zip_reader, storages)
     kind = entry_point["kind"]

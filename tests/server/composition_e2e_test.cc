@@ -71,6 +71,20 @@ TEST_F(CompositionTest, ANestedCallReturnsTheCalleesOutputsAndCountsInItsStatist
   EXPECT_EQ(Statistics("double").inference_stats().success().count(), 5u);
 }
 
+// The generate extension serves ordinary models too (here a callee and its caller).
+TEST_F(CompositionTest, GenerateAndGenerateStreamServeOrdinaryModels) {
+  Start();
+  testing::HttpConnection connection(server_.http_port());
+  testing::HttpReply reply = connection.Send("POST", "/v2/models/calls_double/generate",
+                                             R"({"INPUT__0": [1.5, 2], "id": "g"})");
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.body, R"({"model_name":"calls_double","model_version":"1","id":"g","OUTPUT__0":[4.0,5.0]})");
+  testing::HttpConnection again(server_.http_port());
+  reply = again.Send("POST", "/v2/models/double/generate_stream", R"({"INPUT__0": 3})");
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.body, "data: {\"model_name\":\"double\",\"model_version\":\"1\",\"OUTPUT__0\":6.0}\n\n");
+}
+
 TEST_F(CompositionTest, MoreCallersThanInterpretersAllFinish) {
   // Every interpreter can be held by a caller waiting for its callee: the
   // waiting caller runs its callee itself.
@@ -178,6 +192,32 @@ TEST_F(CompositionTest, TheExamplePipelineAnswersAsItsDetectorDoesAndClassifiesE
   // Each model counted its own request: the detector twice, the classifier once.
   EXPECT_EQ(Statistics("fasterrcnn_mobilenet_v3_large_320_fpn").inference_stats().success().count(), 2u);
   EXPECT_EQ(Statistics("mobilenet_v3_small").inference_stats().success().count(), 1u);
+}
+
+TEST_F(CompositionTest, AClientThatLeavesEndsItsCallersNestedCalls) {
+  Start();
+  {
+    testing::HttpConnection connection(server_.http_port());
+    std::string body = R"({"inputs":[{"name":"MODE","datatype":"BYTES","shape":[1],"data":["slow_chain"]},)"
+                       R"({"name":"INPUT__0","datatype":"FP32","shape":[1],"data":[1]}]})";
+    connection.WriteRaw("POST /v2/models/probe/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::this_thread::sleep_for(700ms);  // two or three of its twenty 0.3 s calls
+  }  // the client leaves
+  inference::ModelStatistics probe;
+  for (auto until = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(20ms)) {
+    probe = Statistics("probe");
+    if (probe.inference_stats().cancel().count() + probe.inference_stats().fail().count() > 0) break;
+  }
+  // Ended once: cancelled, or failed on its nested call's CANCELLED if the
+  // interrupt reached the callee before the caller.
+  EXPECT_EQ(probe.inference_stats().cancel().count() + probe.inference_stats().fail().count(), 1u)
+      << probe.DebugString();
+  inference::ModelStatistics slow = Statistics("slow_double");
+  // The nested call running when the client left was cancelled with it; no more were made.
+  EXPECT_GE(slow.inference_stats().cancel().count(), 1u) << slow.DebugString();
+  EXPECT_LT(slow.inference_stats().success().count(), 6u) << slow.DebugString();
 }
 
 TEST_F(CompositionTest, ManypyRequestAndLog) {

@@ -14,7 +14,8 @@ probe: MODE BYTES [1], INPUT__0 FP32 [-1] -> RESULT BYTES [1]: what a
   manypy.log.info line with fields), "timeout" (a call with a tiny timeout
   on slow_double), "leak" (a submit never waited for), "metric" (its
   module-level counter probe_calls_total{mode} and histogram probe_seconds),
-  "metric_twice" (probe_calls_total declared again as a gauge).
+  "metric_twice" (probe_calls_total declared again as a gauge),
+  "slow_chain" (twenty slow_double calls in turn: 6 s).
 slow_double: as double, after sleeping 0.3 s.
 """
 import json
@@ -96,6 +97,10 @@ class Probe(nn.Module):
                     manypy.metrics.gauge("probe_calls_total", "again", labels=["mode"])
                 except ValueError as e:
                     out = {"ValueError": str(e)}
+            elif mode == "slow_chain":
+                for _ in range(20):
+                    manypy.infer("slow_double", {"INPUT__0": x})
+                out = {"finished": True}
             elif mode == "leak":
                 manypy.submit("slow_double", {"INPUT__0": x})
                 out = {"submitted": True}
