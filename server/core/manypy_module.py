@@ -146,23 +146,28 @@ class Future:
 
 def submit(model, inputs, *, version=None, timeout=None, parameters=None):
     """Starts a call of `model` and returns its Future (see the module's doc)."""
+    future = Future(_call("infer.submit", _request(model, inputs, version, timeout, parameters)),
+                    model)
+    _pending().append(future)
+    return future
+
+
+def _request(model, inputs, version, timeout, parameters):
     if not isinstance(inputs, dict):
-        raise TypeError("manypy.submit: inputs must be a dict of input name -> tensor")
-    request = {
+        raise TypeError("manypy.infer: inputs must be a dict of input name -> tensor")
+    return {
         "model": str(model),
         "version": "" if version is None else str(version),
         "inputs": {str(k): _as_value(k, v) for k, v in inputs.items()},
         "timeout": None if timeout is None else float(timeout),
         "parameters": dict(parameters or {}),
     }
-    future = Future(_call("infer.submit", request), model)
-    _pending().append(future)
-    return future
 
 
 def infer(model, inputs, *, version=None, timeout=None, parameters=None):
-    """Runs `model` on `inputs` and returns its outputs (see the module's doc)."""
-    return submit(model, inputs, version=version, timeout=timeout, parameters=parameters).result()
+    """Runs `model` on `inputs` and returns its outputs (see the module's doc):
+    one host call, the callee run by this very worker when it may."""
+    return _call("infer.call", _request(model, inputs, version, timeout, parameters))
 
 
 def _end():

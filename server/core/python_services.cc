@@ -11,6 +11,7 @@
 namespace manypy {
 namespace {
 
+constexpr const char* kCall = "infer.call";
 constexpr const char* kSubmit = "infer.submit";
 constexpr const char* kWait = "infer.wait";
 constexpr const char* kRequest = "request";
@@ -63,14 +64,22 @@ struct PythonServices::NestedCall {
 
 PythonServices::PythonServices(ModelManager* models, Dispatcher* dispatcher)
     : models_(models), dispatcher_(dispatcher) {
-  RegisterHostService(kSubmit, [this](size_t i, const Value& r) { return Submit(i, r); });
+  RegisterHostService(kCall, [this](size_t i, const Value& r) { return Call(i, r); });
+  RegisterHostService(kSubmit, [this](size_t i, const Value& r) -> StatusOr<Value> {
+    auto call = Start(i, r, /*wake_worker=*/true);
+    if (!call.ok()) return call.status();
+    std::lock_guard<std::mutex> lock(mu_);
+    int64_t handle = next_handle_++;
+    pending_[handle] = std::move(*call);
+    return Value(handle);
+  });
   RegisterHostService(kWait, [this](size_t i, const Value& r) { return Wait(i, r); });
   RegisterHostService(kRequest, [this](size_t i, const Value& r) { return Request(i, r); });
   RegisterHostService(kLog, [this](size_t i, const Value& r) { return LogLine(i, r); });
 }
 
 PythonServices::~PythonServices() {
-  for (const char* s : {kSubmit, kWait, kRequest, kLog}) UnregisterHostService(s);
+  for (const char* s : {kCall, kSubmit, kWait, kRequest, kLog}) UnregisterHostService(s);
 }
 
 void PythonServices::Install(InterpreterPool* pool) {
@@ -85,7 +94,9 @@ size_t PythonServices::pending() const {
   return pending_.size();
 }
 
-StatusOr<Value> PythonServices::Submit(size_t interpreter, const Value& r) {
+StatusOr<std::shared_ptr<PythonServices::NestedCall>> PythonServices::Start(size_t interpreter,
+                                                                             const Value& r,
+                                                                             bool wake_worker) {
   auto caller = Caller(interpreter, "manypy.infer");
   if (!caller.ok()) return caller.status();
   const std::string name = StringField(r, "model");
@@ -158,7 +169,8 @@ StatusOr<Value> PythonServices::Submit(size_t interpreter, const Value& r) {
     call->model->Reject(std::move(request), prepared);  // counted once, like any refusal
   } else {
     // A version that left meanwhile hands the request back: look again.
-    for (int attempt = 0; (request = call->model->Infer(std::move(request))) != nullptr; ++attempt) {
+    for (int attempt = 0; (request = call->model->Infer(std::move(request), wake_worker)) != nullptr;
+         ++attempt) {
       StatusOr<std::shared_ptr<Model>> again = models_->Get(name, version);
       if (!again.ok() || attempt == 3) {
         return again.ok() ? Unavailable("model '" + name + "' kept being replaced; retry")
@@ -167,10 +179,15 @@ StatusOr<Value> PythonServices::Submit(size_t interpreter, const Value& r) {
       call->model = std::move(*again);
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  int64_t handle = next_handle_++;
-  pending_[handle] = std::move(call);
-  return Value(handle);
+  return call;
+}
+
+StatusOr<Value> PythonServices::Call(size_t interpreter, const Value& r) {
+  // Its caller waits for it at once: no other worker is woken to take it,
+  // the caller's own worker runs it (WaitNested), a function call.
+  auto call = Start(interpreter, r, /*wake_worker=*/false);
+  if (!call.ok()) return call.status();
+  return Finish(interpreter, *call);
 }
 
 StatusOr<Value> PythonServices::Wait(size_t interpreter, const Value& r) {
@@ -184,7 +201,11 @@ StatusOr<Value> PythonServices::Wait(size_t interpreter, const Value& r) {
     call = it->second;
     pending_.erase(it);
   }
-  auto answered = [&call] {
+  return Finish(interpreter, call);
+}
+
+StatusOr<Value> PythonServices::Finish(size_t interpreter, const std::shared_ptr<NestedCall>& call) {
+  auto answered = [call] {
     std::lock_guard<std::mutex> lock(call->mu);
     return call->answered;
   };

@@ -37,8 +37,15 @@ class PythonServices {
 
  private:
   struct NestedCall;
-  StatusOr<Value> Submit(size_t interpreter, const Value& request);
+  /// Prepares and queues a nested request (`wake_worker`: Dispatcher::Submit's).
+  StatusOr<std::shared_ptr<NestedCall>> Start(size_t interpreter, const Value& request,
+                                              bool wake_worker);
+  /// manypy.infer: Start, then Finish at once.
+  StatusOr<Value> Call(size_t interpreter, const Value& request);
+  /// manypy.submit's Future.result(): Finish the call a handle names.
   StatusOr<Value> Wait(size_t interpreter, const Value& request);
+  /// Waits for `call` (running it here if it is still queued); its outputs by name.
+  StatusOr<Value> Finish(size_t interpreter, const std::shared_ptr<NestedCall>& call);
   StatusOr<Value> Request(size_t interpreter, const Value& request) const;
   StatusOr<Value> LogLine(size_t interpreter, const Value& request) const;
 

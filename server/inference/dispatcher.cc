@@ -85,7 +85,8 @@ void Dispatcher::LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model) {
   if (model->on_drained_) std::exchange(model->on_drained_, nullptr)();
 }
 
-RequestPtr Dispatcher::Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request) {
+RequestPtr Dispatcher::Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request,
+                              bool wake_worker) {
   Status status;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -103,7 +104,7 @@ RequestPtr Dispatcher::Submit(const std::shared_ptr<DispatchedModel>& model, Req
     FinishRequest(*model, std::move(request), status, {}, 0);
     return nullptr;
   }
-  work_cv_.notify_one();
+  if (wake_worker) work_cv_.notify_one();
   return nullptr;
 }
 

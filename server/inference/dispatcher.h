@@ -48,7 +48,10 @@ class Dispatcher {
   /// left (a handle taken before a reload or unload, used after the old
   /// version drained) the request is returned untouched: the caller looks the
   /// model up again.
-  [[nodiscard]] RequestPtr Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request);
+  /// `wake_worker` false: no idle worker is woken for it (its submitter is
+  /// about to run it itself: WaitNested), so no thread hand-off is paid.
+  [[nodiscard]] RequestPtr Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request,
+                                  bool wake_worker = true);
 
   /// Waits, for a model's own request to another model (manypy.infer) made
   /// while it runs on worker slot `slot`, until `answered()`; `request` was

@@ -40,8 +40,8 @@ class Model {
   /// thread) when it cannot be queued; returns null. If this version was
   /// unloaded (and drained) since the handle was taken, the request comes
   /// back unanswered: look the model up again.
-  [[nodiscard]] RequestPtr Infer(RequestPtr request) const {
-    return dispatcher_->Submit(queue_, std::move(request));
+  [[nodiscard]] RequestPtr Infer(RequestPtr request, bool wake_worker = true) const {
+    return dispatcher_->Submit(queue_, std::move(request), wake_worker);
   }
   /// Answers a request that failed Prepare, counting it as failed.
   void Reject(RequestPtr request, const Status& status) const {
