@@ -41,9 +41,12 @@ demo: build
 models: build
 	/usr/bin/python3 models/make_repository.py --out $(BUILD)/model-repository
 
+# Each ratio target's verdict from paired rounds (tests/bench/bench_targets.py):
+# holds, misses or inconclusive with its interval; only a miss fails.
 bench-pool: build
 	mkdir -p bench-results
 	$(BUILD)/bin/manypy-bench-pool --out bench-results/pool.json
+	/usr/bin/python3 tests/bench/bench_targets.py --results bench-results --only pool
 
 # Resident memory of resnet50 served by 1, 2, 4 interpreters vs 1, 2, 4 worker processes.
 # resnet50 in 1, 2, 4 interpreters vs processes; mlp_loop (needs only torch) in the
@@ -55,6 +58,7 @@ bench-memory: build
 	$(BUILD)/bin/manypy-bench-memory --archive $(BUILD)/model-repository/resnet50.mpk \
 	  --small-archive $(BUILD)/model-repository/mlp_loop.mpk \
 	  --repository $(BUILD)/model-repository --out bench-results/memory.json
+	/usr/bin/python3 tests/bench/bench_targets.py --results bench-results --only memory
 
 # Dynamic batching on vs off over gRPC (mlp_loop at concurrency 64, resnet18 at 16, p50 at 1).
 bench-batching: models

@@ -40,6 +40,9 @@ StepSummary LoadRunner::Measure(Recorder* recorder, const std::string& label, in
                                 double rate) const {
   SleepSeconds(options_.warmup_seconds);
   recorder->Take();  // warm-up traffic is not measured
+  // A driver that samples the server (CPU, memory) around the measured windows
+  // alone, not the warm-up, starts at this line (tests/bench/bench_serving.py).
+  fprintf(stderr, "[manypy-perf] %s: warm-up done, measuring\n", label.c_str());
   std::vector<RecordedWindow> windows;
   std::vector<double> seconds, rates;
   bool stable = false;

@@ -5,14 +5,18 @@ Starts two manypy-servers on the same repository, one with each model's
 dynamic batching on and one with it off (--model-config NAME:dynamic_batching=...),
 then drives them over gRPC with manypy-perf, alternating on and off in short
 windows so that this VM's speed drifts fall on both alike. Each configuration
-runs --repeats windows; the figures are medians over its windows.
+runs --repeats windows (rounds: on off, off on, ...); the figures are medians
+over its windows.
 
 Writes a JSON list of {"model", "batching", "concurrency", "infer_per_s",
-"p50_ms", "p99_ms", "windows"} and prints the table and the ratios checked
-against the targets:
+"p50_ms", "p99_ms", "windows", "rounds": [each window's {"infer_per_s",
+"p50_ms", "p99_ms"}]} and prints the table and the targets' verdicts
+(tests/bench/bench_targets.py: round i's on over round i's off, the median
+ratio's bootstrap 90% interval against the target):
   mlp_loop (Python-overhead-bound) at concurrency 64: on >= 2.5x off;
   resnet18 at concurrency 16: on >= 1.0x off;
   p50 at concurrency 1: on within 1.1x of off, for both models.
+Exits 1 only if a target misses (an inconclusive one is printed as such).
 """
 import argparse
 import json
@@ -22,6 +26,7 @@ import statistics
 import sys
 
 from bench_common import perf_window, start_manypy
+from bench_targets import MIN_ROUNDS, any_missed, batching_targets, print_rows
 
 CASES = [("mlp_loop", 64), ("mlp_loop", 1), ("resnet18", 16), ("resnet18", 1)]
 # resnet18 takes ~65 ms an image on one core: longer windows for enough samples.
@@ -33,10 +38,13 @@ def main():
     parser.add_argument("--build", default="build")
     parser.add_argument("--repository", default="build/model-repository")
     parser.add_argument("--out", default="bench-results/batching.json")
-    parser.add_argument("--repeats", type=int, default=5, help="windows per configuration")
+    parser.add_argument("--repeats", type=int, default=MIN_ROUNDS,
+                        help=f"windows per configuration (rounds; at least {MIN_ROUNDS})")
     parser.add_argument("--window-seconds", type=float, default=1.5)
     parser.add_argument("--interpreters", type=int, default=2)
     args = parser.parse_args()
+    if args.repeats < MIN_ROUNDS:
+        parser.error(f"--repeats {args.repeats}: a verdict needs at least {MIN_ROUNDS} rounds")
 
     binary = os.path.join(args.build, "bin", "manypy-server")
     perf = os.path.join(args.build, "bin", "manypy-perf")
@@ -68,34 +76,21 @@ def main():
             "p50_ms": statistics.median(r["p50_ms"] for r in records),
             "p99_ms": statistics.median(r["p99_ms"] for r in records),
             "windows": len(records),
+            "rounds": [{k: r[k] for k in ("infer_per_s", "p50_ms", "p99_ms")} for r in records],
         })
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=2)
 
-    def get(model, concurrency, batching):
-        return next(r for r in results if (r["model"], r["concurrency"], r["batching"]) ==
-                    (model, concurrency, batching))
-
     print(f"{'model':<10} {'c':>3} {'batching':>8} {'infer/s':>9} {'p50 ms':>8} {'p99 ms':>8}")
     for r in results:
         print(f"{r['model']:<10} {r['concurrency']:>3} {str(r['batching']):>8} "
               f"{r['infer_per_s']:>9.1f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f}")
-    checks = [
-        ("mlp_loop c=64 throughput on/off >= 2.5",
-         get("mlp_loop", 64, True)["infer_per_s"] / get("mlp_loop", 64, False)["infer_per_s"], 2.5, True),
-        ("resnet18 c=16 throughput on/off >= 1.0",
-         get("resnet18", 16, True)["infer_per_s"] / get("resnet18", 16, False)["infer_per_s"], 1.0, True),
-        ("mlp_loop c=1 p50 on/off <= 1.1",
-         get("mlp_loop", 1, True)["p50_ms"] / get("mlp_loop", 1, False)["p50_ms"], 1.1, False),
-        ("resnet18 c=1 p50 on/off <= 1.1",
-         get("resnet18", 1, True)["p50_ms"] / get("resnet18", 1, False)["p50_ms"], 1.1, False),
-    ]
-    for name, ratio, target, at_least in checks:
-        holds = ratio >= target if at_least else ratio <= target
-        print(f"{name}: {ratio:.2f} ({'holds' if holds else 'MISSED'})")
+    rows = batching_targets(results)
+    print_rows(rows)
     print(f"wrote {args.out}")
+    return 1 if any_missed(rows) else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

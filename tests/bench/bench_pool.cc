@@ -8,7 +8,8 @@
 // for T = 1..cores, on a Python-overhead-bound model ("small") and a
 // compute-bound one ("resnet18"). Every mode runs libtorch with one intra-op
 // thread, so all parallelism comes from the T threads. Prints a table and
-// writes a JSON list of records (see WriteJson).
+// writes a JSON list of records (see WriteJson), each with its rounds' calls/s,
+// from which tests/bench/bench_targets.py judges the targets (make bench-pool).
 //
 // Usage: manypy-bench-pool --out PATH [--seconds S] [--models small,resnet18]
 #include <ATen/ATen.h>
@@ -331,6 +332,7 @@ struct Record {
   size_t threads;
   size_t interpreters;  ///< interpreters in use; 0 for torchscript
   RunResult result;
+  std::vector<double> rounds_calls_per_s;  ///< each repetition's run, in the order run
 };
 
 void PrintTable(const std::vector<Record>& records) {
@@ -386,9 +388,14 @@ bool WriteJson(const std::string& path, const std::vector<Record>& records) {
     // Names are our own identifiers: nothing to escape.
     fprintf(f,
             "  {\"model\": \"%s\", \"mode\": \"%s\", \"threads\": %zu, \"interpreters\": %zu, "
-            "\"calls_per_s\": %.1f, \"p50_us\": %.1f, \"p99_us\": %.1f}%s\n",
+            "\"calls_per_s\": %.1f, \"p50_us\": %.1f, \"p99_us\": %.1f, "
+            "\"rounds_calls_per_s\": [",
             r.model.c_str(), r.mode.c_str(), r.threads, r.interpreters, r.result.calls_per_s,
-            r.result.p50_us, r.result.p99_us, i + 1 < records.size() ? "," : "");
+            r.result.p50_us, r.result.p99_us);
+    for (size_t k = 0; k < r.rounds_calls_per_s.size(); ++k) {
+      fprintf(f, "%s%.1f", k ? ", " : "", r.rounds_calls_per_s[k]);
+    }
+    fprintf(f, "]}%s\n", i + 1 < records.size() ? "," : "");
   }
   fprintf(f, "]\n");
   return fclose(f) == 0;
@@ -562,11 +569,14 @@ void BenchModel(manypy::InterpreterPool& pool, const ModelSpec& spec, double bas
   }
   // Each repetition runs every configuration once, so a slow phase of the
   // (shared, virtual) machine lands on all of them alike rather than on one
-  // mode or thread count; each configuration then reports its runs pooled.
+  // mode or thread count; each configuration then reports its runs pooled,
+  // and each repetition is one paired round for the targets: forward, then
+  // backward, so that which side of a pair runs first alternates.
   // A run that other processes disturbed is run again (at most twice more,
   // within the budget); the last attempt counts.
   for (int rep = 0; rep < kRepetitions; ++rep) {
-    for (Config& c : configs) {
+    for (size_t k = 0; k < configs.size(); ++k) {
+      Config& c = configs[rep % 2 == 0 ? k : configs.size() - 1 - k];
       RunResult r;
       for (int attempt = 0; attempt < 3; ++attempt) {
         if (attempt > 0 && !retries->WaitToRetry(r, seconds)) break;
@@ -584,7 +594,9 @@ void BenchModel(manypy::InterpreterPool& pool, const ModelSpec& spec, double bas
     size_t used = c.mode->uses == Uses::kOnePerThread    ? c.threads
                   : c.mode->uses == Uses::kOneInterpreter ? 1
                                                           : 0;
-    records->push_back({spec.name, c.mode->name, c.threads, used, PooledRuns(c.runs)});
+    std::vector<double> rounds;
+    for (const RunResult& r : c.runs) rounds.push_back(r.calls_per_s);
+    records->push_back({spec.name, c.mode->name, c.threads, used, PooledRuns(c.runs), rounds});
   }
 }
 

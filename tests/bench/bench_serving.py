@@ -17,9 +17,11 @@ read from /proc for the server's whole process tree around the measurement
 window, peak RSS is the sum of the tree's VmHWM.
 
 Writes a JSON list of {"model", "server", "concurrency", "infer_per_s",
-"p50_ms", "p99_ms", "server_cpu_us_per_infer", "peak_rss_bytes"}. For
-PAIRED_MODELS, manypy and manypy-torchscript are measured in alternated rounds
-and their records are the median round's, with "rounds_infer_per_s" beside.
+"p50_ms", "p99_ms", "server_cpu_us_per_infer", "peak_rss_bytes"}. The servers
+that a target compares at a step (tests/bench/bench_targets.py's
+serving_round_plan) are measured there in ROUNDS alternated rounds; their
+records are the median round's, with every round's figures in "rounds" (and
+"rounds_infer_per_s"), from which bench_targets judges each target.
 """
 import argparse
 import json
@@ -31,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from bench_targets import serving_round_plan
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -44,17 +48,16 @@ TORCHSCRIPT_MODELS = {"mlp_loop", "resnet18", "resnet50", "vit_small"}
 WINDOW_SCALE = {"mlp_loop": 1.0, "text_classifier": 1.0, "resnet18": 2.0, "resnet50": 2.5,
                 "vit_small": 2.0}
 LEVELS = [1, 4, 16, 64]
-# The issue's manypy vs manypy-torchscript targets compare two servers within a
-# few percent, while this VM's speed moves by +-10% from one window to the next.
-# For these models the pair is measured in ROUNDS alternated rounds per step
-# (A B, B A, A B), and each side keeps its median round: a slow spell then costs
-# both sides a round instead of deciding the ratio.
-PAIRED_MODELS = {"resnet50", "vit_small"}
-PAIR = ("manypy", "manypy-torchscript")
-ROUNDS = 3
-# Each round's window is this share of the model's: 3 rounds measure each side
-# twice as long as one window would, and keep make bench within its 20 minutes.
-ROUND_WINDOW_SHARE = 2 / 3
+# The targets compare two servers within a few percent (manypy vs
+# manypy-torchscript) while this VM's speed moves by +-10% from one window to
+# the next. So the sides of each target are measured in ROUNDS alternated
+# rounds per step (A B, B A, A B, ...): each round gives one ratio, and
+# bench_targets judges the median ratio by its bootstrap interval; a slow
+# spell then widens the interval instead of deciding the ratio.
+ROUNDS = 5
+# Each round's window is this share of the model's: 5 rounds measure each side
+# 5/3 as long as one window would, and keep make bench within its 20 minutes.
+ROUND_WINDOW_SHARE = 1 / 3
 
 
 def free_port():
@@ -136,22 +139,51 @@ class Server:
             self.proc.kill()
 
 
-def perf(args, port, model, concurrency, warmup, window):
+def reset_peak_rss(pid):
+    """Restarts VmHWM at the current RSS for pid's whole tree (clear_refs 5,
+    Linux >= 4.0), so that the next peak_rss is this round's own."""
+    for p in tree(pid):
+        try:
+            with open(f"/proc/{p}/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
+            pass
+
+
+def perf(args, port, model, concurrency, warmup, window, on_measuring):
+    """One manypy-perf run: `warmup` seconds, then one window; on_measuring()
+    is called when perf says its warm-up is over (one run, so no drain of the
+    in-flight requests between warm-up and window, seconds at c=64)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([os.path.join(args.build, "bin", "manypy-perf"), "-m", model,
-                        "-u", f"127.0.0.1:{port}", "--concurrency", str(concurrency),
-                        "--warmup-seconds", str(warmup), "--window-seconds", str(window),
-                        "--max-windows", "1", "--json", out.name, "--csv", os.devnull],
-                       check=True, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([os.path.join(args.build, "bin", "manypy-perf"), "-m", model,
+                                 "-u", f"127.0.0.1:{port}", "--concurrency", str(concurrency),
+                                 "--warmup-seconds", str(warmup), "--window-seconds", str(window),
+                                 "--max-windows", "1", "--json", out.name, "--csv", os.devnull],
+                                stderr=subprocess.PIPE, text=True)
+        said = []
+        for line in proc.stderr:
+            if "warm-up done, measuring" in line:
+                on_measuring()
+            said = (said + [line.rstrip()])[-5:]
+        if proc.wait() != 0:
+            raise SystemExit(f"manypy-perf {model} c={concurrency} failed: " + " / ".join(said))
         return json.load(open(out.name))[0]
 
 
-def measure(args, server, model, concurrency, window_share=1.0):
-    perf(args, server.port, server.model, concurrency, 0, args.warmup)  # warm-up, not counted
-    before = cpu_seconds(server.proc.pid)
-    record = perf(args, server.port, server.model, concurrency, 0,
-                  args.window * window_share * (1.0 if args.quick else WINDOW_SCALE[model]))
-    cpu = cpu_seconds(server.proc.pid) - before
+def measure(args, server, model, concurrency, window_share=1.0, own_peak=False):
+    """One window of `server` after args.warmup seconds of the same load; CPU
+    (and with own_peak, the peak RSS) from the window's start."""
+    at = {}
+
+    def measuring():
+        if own_peak:
+            reset_peak_rss(server.proc.pid)
+        at["cpu"] = cpu_seconds(server.proc.pid)
+
+    record = perf(args, server.port, server.model, concurrency, args.warmup,
+                  args.window * window_share * (1.0 if args.quick else WINDOW_SCALE[model]),
+                  measuring)
+    cpu = cpu_seconds(server.proc.pid) - at["cpu"]
     requests = record.get("requests") or 0
     return {
         "model": model, "server": server.kind, "concurrency": concurrency,
@@ -164,12 +196,20 @@ def measure(args, server, model, concurrency, window_share=1.0):
     }
 
 
-def median_round(rounds):
-    """The record of the median round by throughput, listing every round's."""
+ROUND_FIELDS = ("infer_per_s", "p50_ms", "p99_ms", "server_cpu_us_per_infer", "peak_rss_bytes")
+
+
+def median_round(rounds, peak_before=0):
+    """The record of the median round by throughput, with every round's
+    figures in "rounds" (in the order measured). peak_before: the VmHWM
+    before the rounds reset it, so peak_rss_bytes stays the whole sweep's."""
     ordered = sorted(rounds, key=lambda r: r["infer_per_s"])
     record = dict(ordered[len(ordered) // 2])
+    record["rounds"] = [{k: r[k] for k in ROUND_FIELDS} for r in rounds]
     record["rounds_infer_per_s"] = [r["infer_per_s"] for r in rounds]
-    record["peak_rss_bytes"] = max(r["peak_rss_bytes"] for r in rounds)
+    record["peak_rss_bytes"] = max([peak_before] + [r["peak_rss_bytes"] for r in rounds])
+    if peak_before:
+        record["peak_rss_before_rounds_bytes"] = peak_before
     # A failure in any round must still surface, with counts that add up.
     record["errors"] = sum(r["errors"] for r in rounds)
     record["errors_by_code"], record["error_messages"] = {}, {}
@@ -181,18 +221,21 @@ def median_round(rounds):
     return record
 
 
-def measure_step(args, servers, model, concurrency):
-    """One record per server at this step: the pair in alternated rounds where
-    PAIRED_MODELS asks for it, every other server once."""
-    paired = [s for s in servers if s.kind in PAIR] if model in args.paired_models else []
-    if len(paired) != 2:
+def measure_step(args, servers, model, concurrency, levels):
+    """One record per server at this step: the servers a target compares here
+    in ROUNDS alternated rounds (forward, then backward: each pair's order
+    alternates), every other server once."""
+    kinds, own_peak = serving_round_plan(model, concurrency, levels)
+    paired = [s for s in servers if s.kind in kinds]
+    if len(paired) < 2:
         paired = []
+    before = {s.kind: peak_rss(s.proc.pid) if own_peak else 0 for s in paired}
     rounds = {s.kind: [] for s in paired}
     for i in range(ROUNDS if paired else 0):
         for server in (paired if i % 2 == 0 else paired[::-1]):
             rounds[server.kind].append(measure(args, server, model, concurrency,
-                                                ROUND_WINDOW_SHARE))
-    return [median_round(rounds[s.kind]) if s.kind in rounds
+                                               ROUND_WINDOW_SHARE, own_peak))
+    return [median_round(rounds[s.kind], before[s.kind]) if s.kind in rounds
             else measure(args, s, model, concurrency) for s in servers]
 
 
@@ -216,10 +259,9 @@ def main():
     parser.add_argument("--window", type=float, default=3.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     args = parser.parse_args()
-    models, levels, args.paired_models = MODELS, LEVELS, PAIRED_MODELS
-    if args.quick:  # mlp_loop paired too, so that the smoke run covers the rounds
-        models, levels, args.window, args.warmup = ["mlp_loop"], [1, 4], 1.0, 0.5
-        args.paired_models = {"mlp_loop"}
+    models, levels = MODELS, LEVELS
+    if args.quick:  # c=16, so that the smoke run covers mlp_loop's rounds and targets
+        models, levels, args.window, args.warmup = ["mlp_loop"], [1, 16], 1.0, 0.5
     if args.torchscript_repository is None:
         args.torchscript_repository = os.path.join(
             os.path.dirname(os.path.abspath(args.repository)), "torchscript-repository")
@@ -235,7 +277,7 @@ def main():
             for kind in kinds:
                 servers.append(Server(kind, args, model))
             for concurrency in levels:
-                for r in measure_step(args, servers, model, concurrency):
+                for r in measure_step(args, servers, model, concurrency, levels):
                     results.append(r)
                     print(f"{model:<16} {r['server']:<18} c={concurrency:<3} "
                           f"{r['infer_per_s']:9.1f} infer/s  p50 {r['p50_ms']:8.2f} ms  "
