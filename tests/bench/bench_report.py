@@ -248,7 +248,7 @@ def main():
         rounds = max(len(r["rounds"]) for r in serving if "rounds" in r)
         out += [f"At the steps a target reads ({', '.join(paired)}), the servers it compares "
                 f"were measured in {rounds} alternated rounds, each a third of the model's "
-                "window; their figures in the tables are the median round's, and every round's "
+                "window (two thirds at c=64); their figures in the tables are the median round's, and every round's "
                 "figures are in serving.json (`rounds`).", ""]
     out += [f"![{p}]({p})" for p in plots if p.startswith("serving")]
     out += serving_tables(by, models)

@@ -30,6 +30,12 @@ OVERHEAD_SERVERS = ("manypy", "python-processes", "python-grpc")
 TORCHSCRIPT_TARGET_MODELS = ("resnet50", "vit_small")
 TORCHSCRIPT_PAIR = ("manypy", "manypy-torchscript")
 RSS_MODEL, RSS_PAIR = "resnet50", ("manypy", "python-processes")
+# Peak RSS under load is judged where 2 interpreters first run full batches
+# (resnet50's max batch is 8): more concurrency only queues inputs (0.6 MB
+# each). At c=64 each round's end waits for 64 requests in flight, up to 40 s
+# for python-processes on a busy machine: 5 such rounds cost make bench
+# minutes it does not have.
+RSS_CONCURRENCY = 16
 
 
 def serving_round_plan(model, concurrency, levels):
@@ -41,9 +47,9 @@ def serving_round_plan(model, concurrency, levels):
         servers |= set(OVERHEAD_SERVERS)
     if model in TORCHSCRIPT_TARGET_MODELS:
         servers |= set(TORCHSCRIPT_PAIR)  # at every level: the peak is over the sweep
-    if model == RSS_MODEL and concurrency == max(levels):
+    if model == RSS_MODEL and concurrency == RSS_CONCURRENCY:
         servers |= set(RSS_PAIR)
-        rss = True  # the last level is where the sweep's peak is reached
+        rss = True
     return servers, rss
 
 
@@ -124,12 +130,16 @@ def serving_targets(records):
                 f"{model} c=1: p50 within 1.1x {b}",
                 f"{fmt(one['p50_ms'])} vs {fmt(ts['p50_ms'])} ms",
                 paired_ratios(_rounds(one, "p50_ms"), _rounds(ts, "p50_ms")), 1.1, False))
-    last = max((c for (mm, _, c) in by if mm == RSS_MODEL), default=None)
-    a, b = (by.get((RSS_MODEL, s, last)) for s in RSS_PAIR)
+    c = RSS_CONCURRENCY
+    a, b = (by.get((RSS_MODEL, s, c)) for s in RSS_PAIR)
     if a and b:
+        # VmHWM over each server's whole life: its records' peaks together.
+        sweep = {s: max(r["peak_rss_bytes"] for (mm, ss, _), r in by.items()
+                        if mm == RSS_MODEL and ss == s) / MIB for s in RSS_PAIR}
         rows.append(judge(
-            f"{RSS_MODEL}, 2 workers: peak RSS under load (c={last}) <= 0.6x {RSS_PAIR[1]}",
-            f"whole sweep {a['peak_rss_bytes'] / MIB:,.0f} vs {b['peak_rss_bytes'] / MIB:,.0f} MiB",
+            f"{RSS_MODEL}, 2 workers: peak RSS under load (c={c}, full batches) <= 0.6x "
+            f"{RSS_PAIR[1]}",
+            f"whole sweep {sweep[RSS_PAIR[0]]:,.0f} vs {sweep[RSS_PAIR[1]]:,.0f} MiB",
             paired_ratios(_rounds(a, "peak_rss_bytes"), _rounds(b, "peak_rss_bytes")), 0.6, False))
     return rows
 

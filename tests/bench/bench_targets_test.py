@@ -77,12 +77,12 @@ def serving_run(ts_throughput):
                        [(1800 + 20 * i, 900, 900 * mib) for i in range(5)]),
         serving_record("mlp_loop", "python-grpc", 16, [(300 + i, 3000, 300 * mib) for i in range(5)]),
     ]
-    for c in (1, 64):
+    for c in (1, 16, 64):
         out.append(serving_record("resnet50", "manypy", c,
                                   [(10.0 * c ** 0.3, 1, 700 * mib) for _ in range(5)]))
         out.append(serving_record("resnet50", "manypy-torchscript", c,
                                   [(t * c ** 0.3, 1, 650 * mib) for t in ts_throughput]))
-    out.append(serving_record("resnet50", "python-processes", 64,
+    out.append(serving_record("resnet50", "python-processes", 16,
                               [(9.0, 1, 1500 * mib) for _ in range(5)]))
     return out
 
@@ -124,8 +124,10 @@ class ServingTargetsTest(unittest.TestCase):
         self.assertEqual(bench_targets.serving_round_plan("mlp_loop", 4, levels), (set(), False))
         self.assertEqual(bench_targets.serving_round_plan("vit_small", 4, levels),
                          ({"manypy", "manypy-torchscript"}, False))
-        self.assertEqual(bench_targets.serving_round_plan("resnet50", 64, levels),
+        self.assertEqual(bench_targets.serving_round_plan("resnet50", 16, levels),
                          ({"manypy", "manypy-torchscript", "python-processes"}, True))
+        self.assertEqual(bench_targets.serving_round_plan("resnet50", 64, levels),
+                         ({"manypy", "manypy-torchscript"}, False))
 
 
 class OtherBenchmarksTest(unittest.TestCase):
