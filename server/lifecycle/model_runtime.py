@@ -352,7 +352,6 @@ api_override = None
 def _serving_api():
     """The server's `manypy` module (server/core/manypy_module.py), or None
     where the host defines none (the interpreter layer's own tests)."""
-    import sys
     api = api_override if api_override is not None else sys.modules.get("manypy")
     return api if hasattr(api, "_begin") else None
 
@@ -385,8 +384,11 @@ def infer(model, method, output_names, device, inputs):
     _running = model
     api = _enter(model)
     try:
-        with torch.inference_mode():
+        if torch.is_inference_mode_enabled():  # a nested call: its caller's mode holds
             result = call(*inputs)
+        else:
+            with torch.inference_mode():
+                result = call(*inputs)
     finally:
         _running = None
         _leave(api)
