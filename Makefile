@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native soak clean
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead soak clean
 
 all: build
 
@@ -70,6 +70,12 @@ bench-http: models
 bench-serving: models
 	/usr/bin/python3 tests/bench/bench_serving.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/serving.json
+
+# The request path's cost: two_io in the pool (PythonModel::Run from 2 threads) vs
+# served over gRPC at concurrency 16, alternated rounds: throughput and CPU per call.
+bench-overhead: models
+	/usr/bin/python3 tests/bench/bench_overhead.py --build $(BUILD) \
+	  --repository $(BUILD)/model-repository --out bench-results/overhead.json
 
 # Nested calls (manypy.infer vs two gRPC calls in turn) and streams (char_lm over gRPC and SSE).
 bench-python-native: models
