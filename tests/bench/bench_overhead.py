@@ -102,7 +102,12 @@ def main():
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--seconds", type=float, default=3.0, help="per side per round")
+    p.add_argument("--quick", action="store_true",
+                   help="2 rounds of 0.5 s a side, judged but never failed on a miss: keeps the "
+                        "benchmark working (ctest bench_overhead_quick)")
     a = p.parse_args()
+    if a.quick:
+        a.rounds, a.seconds = 2, 0.5
     binaries = os.path.join(a.build, "bin")
     archive = os.path.join(a.repository, f"{a.model}.mpk")
 
@@ -164,7 +169,8 @@ def main():
         print(f"{what}: median {v['median']:.2f}x, 90% interval [{v['interval'][0]:.2f}, "
               f"{v['interval'][1]:.2f}]: {v['verdict']}")
     print(f"wrote {a.out}")
-    return 1 if "misses" in (result["throughput"]["verdict"], result["cpu_per_inference"]["verdict"]) else 0
+    missed = "misses" in (result["throughput"]["verdict"], result["cpu_per_inference"]["verdict"])
+    return 1 if missed and not a.quick else 0
 
 
 if __name__ == "__main__":
