@@ -37,7 +37,8 @@ std::string Describe(const std::vector<ResidentModel>& resident) {
 }  // namespace
 
 EvictionPlan PlanLoad(const BudgetLimits& limits, const std::vector<ResidentModel>& resident,
-                      const std::string& name, int64_t needed_bytes, bool may_evict) {
+                      const std::string& name, int64_t needed_bytes, bool may_evict,
+                      bool adds_model) {
   EvictionPlan plan;
   if (!limits.enabled()) return plan;
   int64_t used = 0;
@@ -45,7 +46,7 @@ EvictionPlan PlanLoad(const BudgetLimits& limits, const std::vector<ResidentMode
   size_t count = resident.size();
   auto fits = [&] {
     bool memory_ok = limits.memory_bytes == 0 || used + needed_bytes <= limits.memory_bytes;
-    bool count_ok = limits.max_models == 0 || count + 1 <= limits.max_models;
+    bool count_ok = limits.max_models == 0 || count + (adds_model ? 1 : 0) <= limits.max_models;
     return memory_ok && count_ok;
   };
   if (fits()) return plan;

@@ -37,10 +37,13 @@ struct EvictionPlan {
 };
 
 /// The plan for loading `name` needing `needed_bytes` beside `resident` (which
-/// does not include it). `may_evict` false (explicit mode: an evicted model
-/// would not come back by itself) refuses instead of evicting.
+/// does not include it; `adds_model` false: it does, already loaded, and the
+/// plan only brings the total back within the budget). `may_evict` false
+/// (explicit mode: an evicted model would not come back by itself) refuses
+/// instead of evicting.
 EvictionPlan PlanLoad(const BudgetLimits& limits, const std::vector<ResidentModel>& resident,
-                      const std::string& name, int64_t needed_bytes, bool may_evict);
+                      const std::string& name, int64_t needed_bytes, bool may_evict,
+                      bool adds_model = true);
 
 /// "1.5 GiB", "8.0 MiB", "512 B".
 std::string FormatBytes(int64_t bytes);

@@ -160,6 +160,8 @@ Status ModelManager::LoadModel(const std::string& name, LoadCause cause) {
     e.failed = {};
     e.shown = {};
   }
+  // Its first load could only estimate what its Python holds; now measured.
+  if (result.ok()) FitAfterLoad(name);
   return result;
 }
 

@@ -175,7 +175,10 @@ class ModelManager {
   /// Evicts idle models (on-demand mode) until `needed` more bytes fit the
   /// budget beside what is resident, waiting for their unloads; `name`'s own
   /// versions are never evicted for it. RESOURCE_EXHAUSTED when they cannot fit.
-  Status MakeRoom(const std::string& name, int64_t needed);
+  Status MakeRoom(const std::string& name, int64_t needed, bool adds_model = true);
+  /// After `name` loaded and measured more than its estimate: evicts idle
+  /// models until the total is within the budget again (a warning if it cannot).
+  void FitAfterLoad(const std::string& name);
   /// Every loaded, loading and draining version, as the budget sees them. REQUIRES: mu_.
   std::vector<ResidentModel> Resident(const std::string& loading) const;
   /// Stops serving `victim` to make room for `for_model`. REQUIRES: mu_.

@@ -181,7 +181,16 @@ void ModelManager::Evict(const ResidentModel& victim, const std::string& for_mod
   Retire(serving);  // idle: drains at once, unloads on loader_
 }
 
-Status ModelManager::MakeRoom(const std::string& name, int64_t needed) {
+void ModelManager::FitAfterLoad(const std::string& name) {
+  if (options_.budget.memory_bytes == 0 || ResidentBytes() <= options_.budget.memory_bytes) return;
+  Status fitted = MakeRoom(name, 0, /*adds_model=*/false);
+  if (!fitted.ok()) {
+    Log(LogLevel::kWarning, "model " + name + " measured more at load than its estimate and the "
+                            "total passes the budget: " + fitted.message());
+  }
+}
+
+Status ModelManager::MakeRoom(const std::string& name, int64_t needed, bool adds_model) {
   if (!options_.budget.enabled()) return Status::Ok();
   Clock::time_point give_up = Clock::now() + kDrainWait;
   for (;;) {
@@ -190,7 +199,7 @@ Status ModelManager::MakeRoom(const std::string& name, int64_t needed) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       std::vector<ResidentModel> resident = Resident(name);
-      plan = PlanLoad(options_.budget, resident, name, needed, options_.on_demand);
+      plan = PlanLoad(options_.budget, resident, name, needed, options_.on_demand, adds_model);
       for (const auto& r : resident) draining = draining || (!r.evictable && r.name != name);
       if (plan.refusal.ok()) {
         for (const auto& victim : plan.victims) Evict(victim, name);
