@@ -140,7 +140,10 @@ Status ModelManager::LoadModel(const std::string& name, LoadCause cause) {
       Log(LogLevel::kWarning, "model " + name + " version " + std::to_string(entry->version) +
                                   " failed to load after " + Fixed(SecondsSince(start)) +
                                   " s: " + result.message());
-      if (InferenceObserver* observer = GetInferenceObserver()) {
+      // A refusal by the budget is not the model failing (no load-failure
+      // count, no ManypyModelLoadFailed alert): the index and the answer say it.
+      InferenceObserver* observer = GetInferenceObserver();
+      if (observer != nullptr && result.code() != StatusCode::kResourceExhausted) {
         observer->OnModelLoadFailed(name, entry->version, result);
       }
       ModelStatus failed{name, entry->version, ModelState::kUnavailable, result.message()};
