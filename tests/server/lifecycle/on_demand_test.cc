@@ -346,6 +346,55 @@ TEST_F(OnDemandTest, ExplicitLoadsCountAgainstTheBudgetAndEvictNothing) {
   EXPECT_TRUE(manager_->Load("b").ok());
 }
 
+TEST_F(OnDemandTest, AReloadUnderTheBudgetServesThroughoutAndFailsNoRequest) {
+  Write("m");
+  Write("other");
+  ASSERT_TRUE(Start(OnDemand({0, 2})));
+  ASSERT_TRUE(AcquireNow("m").ok());
+  ASSERT_TRUE(AcquireNow("other").ok());
+  testing::WriteTestArchive(dir_, "m_2.mpk", TestManifest("m", 2));
+  auto answers = std::make_shared<Answers>();
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0};
+  // As InferWire does: a handle on the version being replaced may give the
+  // request back once that version drained; it is looked up again.
+  std::function<void(RequestPtr, int)> send = [&](RequestPtr request, int attempt) {
+    auto holder = std::make_shared<RequestPtr>(std::move(request));
+    manager_->Acquire("m", "", Clock::now() + 20s, nullptr,
+                      [&, holder, attempt](StatusOr<std::shared_ptr<Model>> got) {
+                        if (!got.ok()) return answers->Add({got.status(), {}});
+                        RequestPtr back = (*got)->Infer(std::move(*holder));
+                        if (back != nullptr && attempt < 3) return send(std::move(back), attempt + 1);
+                        EXPECT_EQ(back, nullptr) << "replaced three times in a row";
+                      });
+  };
+  std::thread traffic([&] {
+    while (!stop) {
+      send(MakeRequest(answers, 1), 0);
+      ++sent;
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  for (auto until = Clock::now() + 5s; sent < 20 && Clock::now() < until;)
+    std::this_thread::sleep_for(1ms);
+  // Both versions of m must fit for a moment: the idle 'other' makes room.
+  Status reloaded = manager_->Load("m");
+  int after_reload = sent + 20;
+  for (auto until = Clock::now() + 5s; sent < after_reload && Clock::now() < until;)
+    std::this_thread::sleep_for(1ms);
+  stop = true;
+  traffic.join();
+  ASSERT_TRUE(reloaded.ok()) << reloaded.ToString();
+  ASSERT_TRUE(answers->Wait(static_cast<size_t>(sent.load())));
+  for (const auto& a : answers->Get()) EXPECT_TRUE(a.status.ok()) << a.status.ToString();
+  EXPECT_GE(sent.load(), 40);
+  auto serving = AcquireNow("m");
+  ASSERT_TRUE(serving.ok());
+  EXPECT_EQ((*serving)->version(), 2);
+  EXPECT_EQ(StateOf("other"), ModelState::kUnavailable);
+  EXPECT_EQ(loader_.loads(), 3);  // m v1, other, m v2: no load on demand meanwhile
+}
+
 TEST(MemoryBudgetTest, EvictsIdleUnpinnedModelsOldestFirstUntilTheLoadFits) {
   std::vector<ResidentModel> r = {
       {"old", 1, 40, 1, false, true, true},   {"pinned", 1, 40, 0, true, true, true},
