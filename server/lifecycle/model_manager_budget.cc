@@ -19,6 +19,12 @@ double SecondsSince(Clock::time_point start) {
 // request that slipped in before the eviction) to free their memory before
 // the budget refuses it.
 constexpr auto kDrainWait = std::chrono::seconds(5);
+// How long it waits for a busy model to turn idle. A request is answered
+// before its worker has finished its bookkeeping (and its frontend drops the
+// handle): a client's next request, for another model, may come first.
+// Without this wait, sequential requests alternating between two models
+// under --max-loaded-models=1 were refused now and then.
+constexpr auto kBusyWait = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -192,26 +198,34 @@ void ModelManager::FitAfterLoad(const std::string& name) {
 
 Status ModelManager::MakeRoom(const std::string& name, int64_t needed, bool adds_model) {
   if (!options_.budget.enabled()) return Status::Ok();
-  Clock::time_point give_up = Clock::now() + kDrainWait;
+  Clock::time_point start = Clock::now();
   for (;;) {
     EvictionPlan plan;
-    bool draining = false;
+    bool draining = false, busy = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       std::vector<ResidentModel> resident = Resident(name);
       plan = PlanLoad(options_.budget, resident, name, needed, options_.on_demand, adds_model);
-      for (const auto& r : resident) draining = draining || (!r.evictable && r.name != name);
+      for (const auto& r : resident) {
+        draining = draining || (!r.evictable && r.name != name);
+        busy = busy || (r.evictable && !r.pinned && !r.idle);
+      }
       if (plan.refusal.ok()) {
         for (const auto& victim : plan.victims) Evict(victim, name);
       }
     }
     if (plan.refusal.ok() && plan.victims.empty()) return Status::Ok();
-    if (!plan.refusal.ok() && (!draining || Clock::now() >= give_up)) return plan.refusal;
+    if (!plan.refusal.ok()) {
+      Clock::duration waited = Clock::now() - start;
+      bool wait = (draining && waited < kDrainWait) ||
+                  (options_.on_demand && busy && waited < kBusyWait);
+      if (!wait) return plan.refusal;
+    }
     // The evicted versions drained at once (idle) and their unloads are
     // queued on loader_: once it has run them their memory is back. Versions
     // still draining get a moment; then the plan is made again.
     loader_.Run([] {});
-    if (!plan.refusal.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!plan.refusal.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 

@@ -312,6 +312,24 @@ TEST_F(OnDemandTest, AModelWithQueuedOrRunningWorkIsNeverEvicted) {
   EXPECT_EQ(StateOf("new"), ModelState::kReady);
 }
 
+// A client's next request (for another model) may arrive before the server
+// has let go of its last one: sequential requests alternating between two
+// models under --max-loaded-models=1 were refused now and then.
+TEST_F(OnDemandTest, ALoadWaitsBrieflyForTheModelItEvictsToFinishItsLastRequest) {
+  for (const char* n : {"a", "b"}) Write(n);
+  ASSERT_TRUE(Start(OnDemand({0, 1})));
+  auto a = AcquireNow("a");  // held: a is busy until the handle goes
+  ASSERT_TRUE(a.ok());
+  std::thread finish([&] {
+    std::this_thread::sleep_for(100ms);
+    a = Internal("handle dropped");
+  });
+  auto b = AcquireNow("b");
+  finish.join();
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(StateOf("a"), ModelState::kUnavailable);
+}
+
 TEST_F(OnDemandTest, RefusesWithResourceExhaustedNamingTheBudgetWhenNothingCanBeEvicted) {
   for (const char* n : {"pinned", "big"}) Write(n);
   loader_.set_make([](const Manifest&) -> StatusOr<std::shared_ptr<Executable>> {
