@@ -14,7 +14,8 @@ keeps its cache across rounds.
 
 Recorded: requests, failed requests, hit rate (requests answered without
 waiting for a load), cold starts (the request that started a load: load
-plus first answer) p50/p99, warm p50/p99 and their ratio to the single-model
+plus first answer) p50/p99, and the same for ten requests one at a time
+with no other load queued, warm p50/p99 and their ratio to the single-model
 server's per round (median, bootstrap 90% interval, verdict), evictions,
 peak resident size (VmHWM) against the server's resident size with no model
 loaded + the budget, and, as the other baseline, the resident size of one
@@ -137,6 +138,15 @@ class Traffic:
         self.stubs = [pbg.GRPCInferenceServiceStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
                       for _ in range(concurrency)]
         self.grpc = grpc
+
+    def run_one(self, model):
+        """One request to `model` from the first client: ([record], errors)."""
+        start = time.time()
+        try:
+            self.stubs[0].ModelInfer(self.requests[model], timeout=60)
+            return [(model, start, time.time(), True)], []
+        except self.grpc.RpcError as e:
+            return [(model, start, time.time(), False)], [f"{model}: {e.code()} {e.details()}"]
 
     def run(self, seconds, pick):
         """Runs for `seconds`; pick(rng) names each request's model."""
@@ -288,6 +298,16 @@ def main():
                 all_records.extend(records)
                 errors.extend(errs + base_errs)
                 rounds.append((records, base))
+            # Cold starts with no other load queued: one client, one request
+            # each to ten of the least requested models, which the traffic
+            # has evicted (checked against the log below), half a second apart.
+            time.sleep(1)
+            isolated = []
+            for m in ranked[-10:]:
+                records, errs = many_traffic.run_one(m)
+                isolated.extend(records)
+                errors.extend(errs)
+                time.sleep(0.5)
             loads = cold_loads(many)
             warm_ratios, round_rows = [], []
             for records, base in rounds:
@@ -300,9 +320,10 @@ def main():
                     row["warm_ratio"] = row["warm_p50_ms"] / row["single_model_p50_ms"]
                     warm_ratios.append(row["warm_ratio"])
                 round_rows.append(row)
+            _, _, isolated_starts = classify(isolated, loads)
             warm, cold, starts = classify(all_records, loads)
             base_all = [(e - s) * 1000 for _, b in rounds for _, s, e, ok in b if ok]
-            failed = sum(1 for *_, ok in all_records if not ok) + sum(
+            failed = sum(1 for *_, ok in all_records + isolated if not ok) + sum(
                 1 for _, b in rounds for *_, ok in b if not ok)
             peak = many.peak_rss()
             evictions = len(many.events("evicted (least recently used"))
@@ -315,6 +336,11 @@ def main():
                 "cold_start_p50_ms": percentile(starts, 50),
                 "cold_start_p99_ms": percentile(starts, 99),
                 "cold_start_load_p50_ms": percentile([s * 1000 for _, _, s in loads], 50),
+                "isolated_cold_starts": len(isolated_starts),
+                "isolated_cold_start_p50_ms": percentile(isolated_starts, 50),
+                "isolated_cold_start_max_ms": max(isolated_starts) if isolated_starts else None,
+                "isolated_note": "one request at a time to a model the traffic evicted, no other "
+                                 "load queued: the load of an 8 MB model plus its first answer",
                 "waited_for_a_load_p50_ms": percentile(cold, 50),
                 "warm_p50_ms": percentile(warm, 50),
                 "warm_p99_ms": percentile(warm, 99),
