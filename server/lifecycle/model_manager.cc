@@ -125,7 +125,8 @@ Status ModelManager::LoadModel(const std::string& name, LoadCause cause) {
     // kLoadNew. Loading runs Python in every interpreter: never under mu_.
     Clock::time_point start = Clock::now();
     StatusOr<std::shared_ptr<Model>> loaded = Internal("not loaded");
-    Status room = MakeRoom(name, EstimateBytes(*entry));
+    const int64_t estimate = EstimateBytes(*entry);
+    Status room = MakeRoom(name, estimate);
     if (room.ok()) {
       loaded = LoadVersion(*entry);
     } else {
@@ -155,7 +156,8 @@ Status ModelManager::LoadModel(const std::string& name, LoadCause cause) {
       continue;
     }
     wanted->model = std::move(*loaded);
-    wanted->bytes = wanted->model->memory().total();
+    // An executable that measures nothing (TorchScript) counts as estimated.
+    wanted->bytes = wanted->model->memory().total() > 0 ? wanted->model->memory().total() : estimate;
     slot_bytes_seen_[name] = wanted->model->memory().slot_total();
     wanted->lifecycle.Ready();
     if (cause == LoadCause::kOnDemand) e.last_used = ++use_clock_;  // its request uses it now

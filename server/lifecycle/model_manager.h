@@ -105,8 +105,8 @@ class ModelManager {
   /// The serving version, or `version` if given ("" or "-1" = serving one).
   /// NOT_FOUND for an unknown model or version, UNAVAILABLE if not ready.
   StatusOr<std::shared_ptr<Model>> Get(const std::string& name, const std::string& version) const;
-  /// Get for an inference request, which also marks the model used (for
-  /// least-recently-used eviction). In on-demand mode a repository model that
+  /// Get for an inference request. In on-demand mode it also marks the model
+  /// used (for least-recently-used eviction), and a repository model that
   /// does not serve is loaded first: one load however many requests ask (the
   /// first starts it), each waiting until `deadline` or until `cancelled()`.
   /// `done` is called once: from this thread when no load is needed, else from

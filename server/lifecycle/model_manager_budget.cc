@@ -31,6 +31,8 @@ constexpr auto kBusyWait = std::chrono::seconds(1);
 void ModelManager::Acquire(const std::string& name, const std::string& version,
                            Clock::time_point deadline, std::function<bool()> cancelled,
                            Acquired done) {
+  // Only on-demand mode evicts (and so needs the order of use) or loads here.
+  if (!options_.on_demand) return done(Get(name, version));
   uint64_t now = ++use_clock_;
   StatusOr<std::shared_ptr<Model>> found = Get(name, version);
   bool load = false;
@@ -38,14 +40,14 @@ void ModelManager::Acquire(const std::string& name, const std::string& version,
     std::lock_guard<std::mutex> lock(mu_);
     auto it = models_.find(name);
     if (it != models_.end()) it->second.last_used = now;
-    if (!found.ok() && options_.on_demand) {
+    if (!found.ok()) {
       // A model that serves another version than asked, or one the
       // repository does not have, is answered as it is.
       bool serving = it != models_.end() && it->second.serving != nullptr;
       load = !serving && (it != models_.end() || repository_names_.count(name) > 0);
     }
   }
-  if (!load && !found.ok() && options_.on_demand && CheckModelName(name).ok() &&
+  if (!load && !found.ok() && CheckModelName(name).ok() &&
       found.status().code() == StatusCode::kNotFound) {
     // Added to the repository since the last scan (a scan only stats files
     // whose validation it has kept, repository.h).
