@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native soak clean
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-many-models soak clean
 
 all: build
 
@@ -74,6 +74,18 @@ bench-http: models
 bench-serving: models
 	/usr/bin/python3 tests/bench/bench_serving.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/serving.json
+
+# The request path's cost: python_heavy in the pool (PythonModel::Run from 2 threads) vs
+# served over gRPC at concurrency 16, alternated rounds: throughput and CPU per call.
+bench-overhead: models
+	/usr/bin/python3 tests/bench/bench_overhead.py --build $(BUILD) \
+	  --repository $(BUILD)/model-repository --out bench-results/overhead.json
+
+# 100 generated models (~8 MB each) on one on-demand server under a budget of ~20,
+# Zipf traffic (s=1.1) at concurrency 8 over gRPC, vs one loaded model and one process per model.
+bench-many-models: build
+	mkdir -p bench-results
+	/usr/bin/python3 tests/bench/bench_many_models.py --build $(BUILD) --out bench-results/many_models.json
 
 # Nested calls (manypy.infer vs two gRPC calls in turn) and streams (char_lm over gRPC and SSE).
 bench-python-native: models

@@ -158,10 +158,15 @@ int main(int argc, char** argv) {
   // model loads. On /metrics with the server's, or (--no-metrics) kept unseen.
   PythonServices::Install(pool->get());
   PythonMetrics python_metrics(metrics ? metrics->registry() : nullptr);
-  auto models = ModelManager::Create(pool->get(), &dispatcher,
-                                     {options->model_repository, options->explicit_model_control,
-                                      options->load_models, options->serving,
-                                      ArchiveLimits{static_cast<uint64_t>(options->max_archive_bytes)}});
+  ModelManager::Options model_options;
+  model_options.repository = options->model_repository;
+  model_options.explicit_control = options->explicit_model_control;
+  model_options.on_demand = options->on_demand;
+  model_options.startup_models = options->load_models;
+  model_options.budget = {options->model_memory_budget_bytes, options->max_loaded_models};
+  model_options.serving = options->serving;
+  model_options.archive_limits = ArchiveLimits{static_cast<uint64_t>(options->max_archive_bytes)};
+  auto models = ModelManager::Create(pool->get(), &dispatcher, std::move(model_options));
   if (!models.ok()) return Fail(models.status().ToString());
   size_t ready = 0;
   for (const auto& s : (*models)->Index()) {
@@ -174,7 +179,8 @@ int main(int argc, char** argv) {
   }
 
   PythonServices python_services(models->get(), &dispatcher);
-  InferenceServer core(models->get(), &dispatcher, {options->explicit_model_control, *tokens});
+  InferenceServer core(models->get(), &dispatcher,
+                       {options->explicit_model_control || options->on_demand, *tokens});
   GrpcFrontend frontend(&core);
   grpc::EnableDefaultHealthCheckService(true);
   // grpc 1.51 cannot bound its connections: the port is bound here, and its

@@ -1,5 +1,8 @@
 #include "server/server_options.h"
 
+#include "server/lifecycle/memory_budget.h"
+#include "server/lifecycle/memory_budget.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -62,11 +65,21 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 256, &n));
     o->interpreters = static_cast<size_t>(n);
   } else if (flag == "model-control-mode") {
-    if (value != "none" && value != "explicit") {
-      return InvalidArgument("--model-control-mode is 'none' or 'explicit', got '" + value + "'");
+    if (value != "none" && value != "explicit" && value != "on-demand") {
+      return InvalidArgument("--model-control-mode is 'none', 'explicit' or 'on-demand', got '" +
+                             value + "'");
     }
     o->explicit_model_control = value == "explicit";
+    o->on_demand = value == "on-demand";
   } else if (flag == "load-model") o->load_models.push_back(value);
+  else if (flag == "model-memory-budget") {
+    auto bytes = ParseBytes(value);
+    if (!bytes.ok()) return InvalidArgument("--model-memory-budget: " + bytes.status().message());
+    o->model_memory_budget_bytes = *bytes;
+  } else if (flag == "max-loaded-models") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 1000000, &n));
+    o->max_loaded_models = static_cast<size_t>(n);
+  }
   else if (flag == "max-message-size") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1024, 2147483647L, &n));
     o->max_message_bytes = static_cast<int>(n);
@@ -164,8 +177,20 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              allows; else one per core)
   --model-control-mode=MODE  none: load every model at start (default);
                              explicit: load only --load-model models, then on
-                             RepositoryModelLoad / RepositoryModelUnload requests
-  --load-model=NAME          a model to load at start (repeatable; explicit mode)
+                             RepositoryModelLoad / RepositoryModelUnload requests;
+                             on-demand: load only --load-model models (pinned),
+                             any other on its first inference request (and on
+                             RepositoryModelLoad), evicting idle ones under
+                             --model-memory-budget / --max-loaded-models
+  --load-model=NAME          a model to load at start (repeatable; explicit and
+                             on-demand modes)
+  --model-memory-budget=SIZE memory loaded models may hold, as measured at load
+                             (e.g. 2G, 512MiB; default: none). On-demand mode
+                             evicts idle models, least recently used first, to
+                             fit; other modes refuse a load that does not fit
+                             (RESOURCE_EXHAUSTED). docs/operations.md sizes it
+  --max-loaded-models=N      models loaded at once (default 0: no cap); as the
+                             budget
   --max-message-size=BYTES   largest gRPC message sent or received and largest
                              HTTP request body (default 64 MiB); larger requests
                              fail with RESOURCE_EXHAUSTED / HTTP 413

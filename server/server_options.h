@@ -20,7 +20,10 @@ struct ServerOptions {
   int http_port = 8000;  ///< 0 picks a free port
   size_t interpreters = 0;  ///< 0: one per core
   bool explicit_model_control = false;
+  bool on_demand = false;  ///< --model-control-mode=on-demand
   std::vector<std::string> load_models;
+  int64_t model_memory_budget_bytes = 0;  ///< 0: none
+  size_t max_loaded_models = 0;           ///< 0: no cap
   int max_message_bytes = 64 << 20;
   int grace_period_seconds = 30;
   std::string log_level = "info";

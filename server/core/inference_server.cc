@@ -9,7 +9,7 @@ Status InferenceServer::RepositoryChangesAllowed(const char* verb) const {
   if (options_.explicit_model_control) return Status::Ok();
   // UNAVAILABLE, as Triton answers outside its explicit model control mode.
   return Unavailable(std::string(verb) +
-                     " models on request is off: it needs --model-control-mode=explicit");
+                     " models on request is off: it needs --model-control-mode=explicit or on-demand");
 }
 
 void InferenceServer::LoadModel(const std::string& name, const std::vector<std::string>& parameters,
@@ -43,17 +43,19 @@ void InferenceServer::ServerMetadata(inference::ServerMetadataResponse* response
 
 Status InferenceServer::ModelMetadata(const std::string& name, const std::string& version,
                                       inference::ModelMetadataResponse* response) const {
-  auto model = models_->Get(name, version);
+  // In on-demand mode from the archive's manifest when not loaded: asking
+  // what a model takes must not load it.
+  auto model = models_->Describe(name, version);
   if (!model.ok()) return model.status();
-  FillModelMetadata(**model, *models_, response);
+  FillModelMetadata(model->manifest, *models_, response);
   return Status::Ok();
 }
 
 Status InferenceServer::ModelConfig(const std::string& name, const std::string& version,
                                     inference::ModelConfigResponse* response) const {
-  auto model = models_->Get(name, version);
+  auto model = models_->Describe(name, version);
   if (!model.ok()) return model.status();
-  FillModelConfig(**model, response);
+  FillModelConfig(model->manifest, model->settings, response);
   return Status::Ok();
 }
 

@@ -20,7 +20,7 @@ namespace manypy {
 class InferenceServer {
  public:
   struct Options {
-    /// Whether clients may load and unload models (--model-control-mode=explicit).
+    /// Whether clients may load and unload models (--model-control-mode=explicit or on-demand).
     bool explicit_model_control = false;
     AccessTokens tokens;  ///< none: every call is open
   };

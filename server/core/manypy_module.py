@@ -95,10 +95,19 @@ def _call(service, request):
         raise InferenceError(*e.args) from None
 
 
+_torch = None  # the torch module, imported at the first call (not at boot)
+
+
 def _as_value(name, value):
-    import torch
-    if isinstance(value, torch.Tensor):
-        return value.detach()
+    global _torch
+    if _torch is None:
+        import torch
+        _torch = torch
+    if isinstance(value, _torch.Tensor):
+        # The tensor itself crosses (no copy); one that requires grad crosses
+        # without its graph.
+        return value.detach() if value.requires_grad else value
+    torch = _torch
     if isinstance(value, (list, tuple)):
         return list(value)
     if hasattr(value, "__array__"):  # numpy

@@ -1,5 +1,7 @@
 #include "server/core/protocol_metadata.h"
 
+#include <algorithm>
+
 #include "common/datatype.h"
 
 namespace manypy {
@@ -34,9 +36,8 @@ void FillServerMetadata(inference::ServerMetadataResponse* response) {
   }
 }
 
-void FillModelMetadata(const Model& model, const ModelManager& models,
+void FillModelMetadata(const Manifest& m, const ModelManager& models,
                        inference::ModelMetadataResponse* response) {
-  const Manifest& m = model.manifest();
   response->set_name(m.name);
   response->set_platform(m.platform);
   response->add_versions(std::to_string(m.version));
@@ -49,8 +50,8 @@ void FillModelMetadata(const Model& model, const ModelManager& models,
   for (const auto& out : m.outputs) FillTensorMetadata(out, m, response->add_outputs());
 }
 
-void FillModelConfig(const Model& model, inference::ModelConfigResponse* response) {
-  const Manifest& m = model.manifest();
+void FillModelConfig(const Manifest& m, const ModelSettings& settings,
+                     inference::ModelConfigResponse* response) {
   inference::ModelConfig* c = response->mutable_config();
   c->set_name(m.name);
   c->set_platform(m.platform);
@@ -73,7 +74,6 @@ void FillModelConfig(const Model& model, inference::ModelConfigResponse* respons
   auto* group = c->add_instance_group();
   group->set_name(m.name);
   group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
-  const ModelSettings& settings = model.settings();
   group->set_count(static_cast<int32_t>(settings.instance_count));
   if (settings.batching.dynamic) {
     auto* db = c->mutable_dynamic_batching();
@@ -100,6 +100,17 @@ void FillModelStatistics(const Model& model, inference::ModelStatistics* out) {
   SetDuration(s.success_count, s.compute_input_ns, is->mutable_compute_input());
   SetDuration(s.success_count, s.compute_infer_ns, is->mutable_compute_infer());
   SetDuration(s.success_count, s.compute_output_ns, is->mutable_compute_output());
+  // As Triton's: what the version's load was measured to hold, in host memory.
+  auto* memory = out->add_memory_usage();
+  memory->set_type("CPU");
+  memory->set_id(0);
+  memory->set_byte_size(static_cast<uint64_t>(std::max<int64_t>(0, model.memory().total())));
+}
+
+std::string DescribeMemory(const MemoryFootprint& memory) {
+  return FormatBytes(memory.total()) + " (weights " + FormatBytes(memory.shared_bytes) +
+         " once, Python " + FormatBytes(memory.slot_total()) + " over " +
+         std::to_string(memory.per_slot_bytes.size()) + " interpreter(s))";
 }
 
 void FillRepositoryIndex(const ModelManager& models, bool ready_only,
@@ -110,7 +121,10 @@ void FillRepositoryIndex(const ModelManager& models, bool ready_only,
     m->set_name(status.name);
     if (status.version > 0) m->set_version(std::to_string(status.version));
     m->set_state(ModelStateName(status.state));
-    m->set_reason(status.reason);
+    // A READY row has no failure to explain: its reason says what it holds.
+    m->set_reason(status.state == ModelState::kReady && status.reason.empty()
+                      ? "memory " + DescribeMemory(status.memory)
+                      : status.reason);
   }
 }
 

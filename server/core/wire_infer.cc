@@ -43,52 +43,86 @@ Status StreamTo(const Manifest* m, const inference::ModelInferRequest* wire,
   return Status::Ok();
 }
 
+// One request through its model lookup, which may wait for an on-demand
+// load and so continue on another thread.
+struct WireCall {
+  ModelManager* models;
+  const inference::ModelInferRequest* wire;
+  inference::ModelInferResponse* response;
+  WireCallOptions options;
+  RequestPtr request;
+  int attempt = 0;
+};
+
+void Lookup(std::shared_ptr<WireCall> call);
+
+void Route(const std::shared_ptr<WireCall>& call, StatusOr<std::shared_ptr<Model>> found) {
+  const inference::ModelInferRequest* wire = call->wire;
+  if (!found.ok() || call->attempt == 3) {
+    // No model to count it against; the observer (metrics) still sees it.
+    FinishUnrouted(wire->model_name(), std::move(call->request),
+                   found.ok() ? Unavailable("model '" + wire->model_name() +
+                                            "' kept being replaced; retry")
+                              : found.status());
+    return;
+  }
+  std::shared_ptr<Model> model = std::move(*found);
+  InferenceRequest* request = call->request.get();
+  Status status = PrepareRequest(*wire, model->manifest(), model->settings().default_timeout,
+                                 call->options.deadline, request);
+  request->times.prepared = Clock::now();
+  const Manifest* m = &model->manifest();  // the model outlives its requests
+  if (status.ok() && m->streaming) status = StreamTo(m, wire, call->options.stream, request);
+  if (!m->streaming) {
+    request->encode = [m, wire, response = call->response](std::vector<Value>& outputs) {
+      FillResponseHeader(*m, *wire, response);
+      return EncodeOutputs(outputs, *m, *wire, response);
+    };
+  }
+  if (!status.ok()) {
+    model->Reject(std::move(call->request), status);
+    return;
+  }
+  // A 0-row batch whose outputs the signature fixes needs no model (nor a
+  // place in its queue): answered now, as empty tensors.
+  std::vector<Value> empty;
+  if (request->batch_rows == 0 && EmptyBatchOutputs(*m, &empty)) {
+    model->Answer(std::move(call->request), std::move(empty));
+    return;
+  }
+  call->request = model->Infer(std::move(call->request));
+  // A version swapped out (or evicted) between the lookup and the hand-over
+  // gives the request back: look again (the new version is serving by then,
+  // or loads again on demand).
+  if (call->request != nullptr) {
+    ++call->attempt;
+    Lookup(call);
+  }
+}
+
+void Lookup(std::shared_ptr<WireCall> call) {
+  ModelManager* models = call->models;
+  const inference::ModelInferRequest* wire = call->wire;
+  models->Acquire(wire->model_name(), wire->model_version(), call->options.deadline,
+                  call->request->cancelled,
+                  [call](StatusOr<std::shared_ptr<Model>> found) { Route(call, std::move(found)); });
+}
+
 }  // namespace
 
 void InferWire(ModelManager* models, const inference::ModelInferRequest* wire,
                inference::ModelInferResponse* response, WireCallOptions options,
                std::function<void(const Status&)> reply) {
-  auto request = std::make_unique<InferenceRequest>();
-  request->times.received = Clock::now();
-  request->reply = std::move(reply);
-  request->cancelled = std::move(options.cancelled);
-  // A version swapped out between the lookup and the hand-over gives the
-  // request back: look again (the new version is serving by then).
-  for (int attempt = 0; request != nullptr; ++attempt) {
-    auto found = models->Get(wire->model_name(), wire->model_version());
-    if (!found.ok() || attempt == 3) {
-      // No model to count it against; the observer (metrics) still sees it.
-      FinishUnrouted(wire->model_name(), std::move(request),
-                     found.ok() ? Unavailable("model '" + wire->model_name() +
-                                              "' kept being replaced; retry")
-                                : found.status());
-      return;
-    }
-    std::shared_ptr<Model> model = std::move(*found);
-    Status status = PrepareRequest(*wire, model->manifest(), model->settings().default_timeout,
-                                   options.deadline, request.get());
-    request->times.prepared = Clock::now();
-    const Manifest* m = &model->manifest();  // the model outlives its requests
-    if (status.ok() && m->streaming) status = StreamTo(m, wire, options.stream, request.get());
-    if (!m->streaming) {
-      request->encode = [m, wire, response](std::vector<Value>& outputs) {
-        FillResponseHeader(*m, *wire, response);
-        return EncodeOutputs(outputs, *m, *wire, response);
-      };
-    }
-    if (!status.ok()) {
-      model->Reject(std::move(request), status);
-      return;
-    }
-    // A 0-row batch whose outputs the signature fixes needs no model (nor a
-    // place in its queue): answered now, as empty tensors.
-    std::vector<Value> empty;
-    if (request->batch_rows == 0 && EmptyBatchOutputs(*m, &empty)) {
-      model->Answer(std::move(request), std::move(empty));
-      return;
-    }
-    request = model->Infer(std::move(request));
-  }
+  auto call = std::make_shared<WireCall>();
+  call->models = models;
+  call->wire = wire;
+  call->response = response;
+  call->request = std::make_unique<InferenceRequest>();
+  call->request->times.received = Clock::now();
+  call->request->reply = std::move(reply);
+  call->request->cancelled = std::move(options.cancelled);
+  call->options = std::move(options);
+  Lookup(std::move(call));
 }
 
 void RefuseWire(ModelManager* models, const std::string& model, const std::string& version,

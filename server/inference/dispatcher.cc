@@ -201,7 +201,10 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution, std::unique
   running_.erase(execution);
   model.running_--;
   LeaveIfDrained(execution->model);
-  work_cv_.notify_one();  // a model at its instance limit may run again
+  // A model at its instance limit may run again: wake a worker for it only
+  // when it has work queued (a wake-up for nothing costs the running worker
+  // a context switch on a small machine: this worker looks for work itself).
+  if (model.scheduler_->queued() > 0) work_cv_.notify_one();
   slot_cv_.notify_all();  // RunOnSlot may be waiting for this slot
   if (nested_waiting_ > 0) nested_cv_.notify_all();  // a nested request's model may run again
 }

@@ -3,6 +3,7 @@
 // and InterruptHook, how a running call is stopped. Thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -40,6 +41,22 @@ class InterruptHook {
   mutable std::mutex mu_;
   std::function<void()> interrupt_;  // guarded by mu_
   bool fired_ = false;               // guarded by mu_
+};
+
+/// What a loaded model version holds, measured at load (model_memory.md in
+/// docs/operations.md): `shared` once for the process however many
+/// interpreters use it (a Python model's sealed copy of its archive, where its
+/// weights are mapped from), `per_slot[i]` what loading it added in
+/// interpreter slot i (its Python objects; 0 for a slot not prepared).
+struct MemoryFootprint {
+  int64_t shared_bytes = 0;
+  std::vector<int64_t> per_slot_bytes;
+  int64_t slot_total() const {
+    int64_t total = 0;
+    for (int64_t b : per_slot_bytes) total += b;
+    return total;
+  }
+  int64_t total() const { return shared_bytes + slot_total(); }
 };
 
 /// Where a streaming call hands each response: its outputs in manifest order.
@@ -93,6 +110,9 @@ class Executable {
   /// Whether firing the hook stops a running call (Python can be interrupted;
   /// a TorchScript call cannot and runs to its end).
   virtual bool interruptible() const { return true; }
+  /// What the model holds, as measured by its Prepare calls so far. By
+  /// default nothing is known (a fake in unit tests sets what it pretends).
+  virtual MemoryFootprint Memory() const { return {}; }
 };
 
 }  // namespace manypy

@@ -34,6 +34,20 @@ class InferenceObserver {
                                  const Status& status) = 0;
   /// The version stopped serving (replaced or unloaded).
   virtual void OnModelRetired(const std::string& name, int64_t version) = 0;
+  /// What the version holds, measured at its load: `weights_bytes` once for the
+  /// process (its archive's mapped copy), `python_bytes` summed over interpreters.
+  virtual void OnModelMemory(const std::string& name, int64_t version, int64_t weights_bytes,
+                             int64_t python_bytes) {
+    (void)name, (void)version, (void)weights_bytes, (void)python_bytes;
+  }
+  /// On-demand mode: a request's lookup loaded the model (a cold start) in `seconds`.
+  virtual void OnModelColdLoaded(const std::string& name, int64_t version, double seconds) {
+    (void)name, (void)version, (void)seconds;
+  }
+  /// The memory budget evicted the (idle) version to make room, freeing `bytes`.
+  virtual void OnModelEvicted(const std::string& name, int64_t version, int64_t bytes) {
+    (void)name, (void)version, (void)bytes;
+  }
 };
 
 /// Installs the observer (null: none). Call before any request or load, and

@@ -18,11 +18,12 @@ struct LoadTimes {
 
 class Model {
  public:
-  Model(std::string path, ModelSettings settings, LoadTimes times,
+  Model(std::string path, ModelSettings settings, LoadTimes times, MemoryFootprint memory,
         std::shared_ptr<DispatchedModel> queue, Dispatcher* dispatcher)
       : path_(std::move(path)),
         settings_(std::move(settings)),
         times_(times),
+        memory_(std::move(memory)),
         queue_(std::move(queue)),
         dispatcher_(dispatcher) {}
 
@@ -32,6 +33,8 @@ class Model {
   const std::string& path() const { return path_; }
   const ModelSettings& settings() const { return settings_; }
   const LoadTimes& load_times() const { return times_; }
+  /// What this version holds, measured when it loaded (executable.h).
+  const MemoryFootprint& memory() const { return memory_; }
   InferenceStats& stats() const { return queue_->stats(); }
   size_t queued() const { return dispatcher_->queued(*queue_); }
 
@@ -60,6 +63,7 @@ class Model {
   const std::string path_;
   const ModelSettings settings_;
   const LoadTimes times_;
+  const MemoryFootprint memory_;
   const std::shared_ptr<DispatchedModel> queue_;
   Dispatcher* const dispatcher_;
 };

@@ -6,6 +6,7 @@
 #include "server/inference/inference_observer.h"
 #include "server/log.h"
 #include "server/lifecycle/archive_loader.h"
+#include "server/lifecycle/memory_release.h"
 #include "server/lifecycle/reload_policy.h"
 #include "server/lifecycle/warmup.h"
 
@@ -24,7 +25,8 @@ const char* ModelStateName(ModelState state) {
 namespace {
 
 // Why a model of the repository answers no request: nothing loaded it.
-std::string NotLoadedReason(const std::string& name) {
+std::string NotLoadedReason(const std::string& name, bool on_demand) {
+  if (on_demand) return "not loaded; loads on first request";
   return "model '" + name + "' is in the repository but not loaded: load it first (gRPC " +
          "RepositoryModelLoad, or HTTP POST /v2/repository/models/" + name + "/load)";
 }
@@ -66,19 +68,33 @@ StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(InterpreterPool* po
     if (e.error.ok()) manager->repository_names_.insert(e.name);
   }
   std::vector<std::string> names = manager->options_.startup_models;
-  if (!manager->options_.explicit_control) {
+  if (!manager->options_.explicit_control && !manager->options_.on_demand) {
     for (const auto& e : *entries) {
       if (names.empty() || names.back() != e.name) names.push_back(e.name);
     }
   }
   for (const auto& name : names) manager->Load(name);  // failures are in the index
+  if (manager->options_.on_demand) {
+    std::lock_guard<std::mutex> lock(manager->mu_);
+    for (const auto& name : names) {
+      auto it = manager->models_.find(name);
+      if (it != manager->models_.end()) it->second.pinned = true;
+    }
+  }
   manager->starting_ = false;
   return manager;
 }
 
-Status ModelManager::Load(const std::string& name) {
+Status ModelManager::Load(const std::string& name) { return LoadModel(name, LoadCause::kRequested); }
+
+Status ModelManager::LoadModel(const std::string& name, LoadCause cause) {
   MANYPY_RETURN_IF_ERROR(CheckModelName(name));  // a name, never a path
   std::lock_guard<std::mutex> load_lock(load_mu_);
+  if (cause == LoadCause::kOnDemand) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = models_.find(name);
+    if (it != models_.end() && it->second.serving != nullptr) return Status::Ok();  // loaded meanwhile
+  }
   auto entry = repository_.Latest(name);
   VersionPtr serving, wanted;
   {
@@ -108,7 +124,14 @@ Status ModelManager::Load(const std::string& name) {
     }
     // kLoadNew. Loading runs Python in every interpreter: never under mu_.
     Clock::time_point start = Clock::now();
-    auto loaded = LoadVersion(*entry);
+    StatusOr<std::shared_ptr<Model>> loaded = Internal("not loaded");
+    const int64_t estimate = EstimateBytes(*entry);
+    Status room = MakeRoom(name, estimate);
+    if (room.ok()) {
+      loaded = LoadVersion(*entry);
+    } else {
+      loaded = room;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     ModelEntry& e = models_[name];
     e.loading = nullptr;
@@ -118,7 +141,10 @@ Status ModelManager::Load(const std::string& name) {
       Log(LogLevel::kWarning, "model " + name + " version " + std::to_string(entry->version) +
                                   " failed to load after " + Fixed(SecondsSince(start)) +
                                   " s: " + result.message());
-      if (InferenceObserver* observer = GetInferenceObserver()) {
+      // A refusal by the budget is not the model failing (no load-failure
+      // count, no ManypyModelLoadFailed alert): the index and the answer say it.
+      InferenceObserver* observer = GetInferenceObserver();
+      if (observer != nullptr && result.code() != StatusCode::kResourceExhausted) {
         observer->OnModelLoadFailed(name, entry->version, result);
       }
       ModelStatus failed{name, entry->version, ModelState::kUnavailable, result.message()};
@@ -130,11 +156,17 @@ Status ModelManager::Load(const std::string& name) {
       continue;
     }
     wanted->model = std::move(*loaded);
+    // An executable that measures nothing (TorchScript) counts as estimated.
+    wanted->bytes = wanted->model->memory().total() > 0 ? wanted->model->memory().total() : estimate;
+    slot_bytes_seen_[name] = wanted->model->memory().slot_total();
     wanted->lifecycle.Ready();
+    if (cause == LoadCause::kOnDemand) e.last_used = ++use_clock_;  // its request uses it now
     e.serving = wanted;  // new handles get the new version from here on
     e.failed = {};
     e.shown = {};
   }
+  // Its first load could only estimate what its Python holds; now measured.
+  if (result.ok()) FitAfterLoad(name);
   return result;
 }
 
@@ -168,7 +200,11 @@ StatusOr<std::shared_ptr<Model>> ModelManager::Get(const std::string& name,
   std::lock_guard<std::mutex> lock(mu_);
   auto it = models_.find(name);
   if (it == models_.end()) {
-    if (repository_names_.count(name) > 0) return NotFound(NotLoadedReason(name));
+    if (repository_names_.count(name) > 0) {
+      return NotFound(options_.on_demand
+                          ? "model '" + name + "' is in the repository but not loaded: it loads on its first inference request"
+                          : NotLoadedReason(name, false));
+    }
     return NotFound("unknown model '" + name + "'");
   }
   const ModelEntry& e = it->second;
@@ -195,7 +231,7 @@ std::vector<ModelStatus> ModelManager::Index() const {
       // A version beside the one that serves (or failed) keeps an empty reason.
       std::string reason = !e.error.ok()               ? e.error.message()
                            : models_.count(e.name) > 0 ? ""
-                                                       : NotLoadedReason(e.name);
+                                                       : NotLoadedReason(e.name, options_.on_demand);
       ModelStatus s{e.name, e.version, ModelState::kUnavailable, reason};
       s.not_loaded = e.error.ok() && models_.count(e.name) == 0;
       out[{e.name, e.version}] = s;
@@ -214,8 +250,9 @@ std::vector<ModelStatus> ModelManager::Index() const {
                                                      ModelState::kLoading, ""};
     }
     if (e.serving != nullptr) {
-      out[{name, e.serving->lifecycle.version()}] = {name, e.serving->lifecycle.version(),
-                                                     ModelState::kReady, ""};
+      ModelStatus ready{name, e.serving->lifecycle.version(), ModelState::kReady, ""};
+      ready.memory = e.serving->model->memory();
+      out[{name, e.serving->lifecycle.version()}] = ready;
     }
   }
   std::vector<ModelStatus> list;
@@ -271,9 +308,11 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
                            (settings->batching.dynamic ? ", dynamic batching" : ""));
   if (InferenceObserver* observer = GetInferenceObserver()) {
     observer->OnModelLoaded(m.name, m.version, times.load_seconds, times.warmup_seconds);
+    MemoryFootprint memory = executable->Memory();
+    observer->OnModelMemory(m.name, m.version, memory.shared_bytes, memory.slot_total());
   }
-  return std::make_shared<Model>(entry.path, std::move(*settings), times, std::move(queue),
-                                 dispatcher_);
+  return std::make_shared<Model>(entry.path, std::move(*settings), times, executable->Memory(),
+                                 std::move(queue), dispatcher_);
 }
 
 Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
@@ -371,10 +410,14 @@ void ModelManager::UnloadDrained(const VersionPtr& version) {
     std::lock_guard<std::mutex> lock(mu_);
     retiring_.erase(std::remove(retiring_.begin(), retiring_.end(), version), retiring_.end());
   }
+  // What the allocator freed goes back to the system now, not whenever it
+  // gets round to it: evictions make room for the next load (memory_release.h).
+  ReturnFreeMemoryToSystem();
   Log(LogLevel::kInfo, "model " + what + " unloaded in " + Fixed(SecondsSince(start)) + " s");
 }
 
 ModelManager::~ModelManager() {
+  stopping_ = true;  // on-demand loads still queued are refused
   changes_.reset();  // the changes asked for run first (nothing new comes now)
   {
     std::lock_guard<std::mutex> lock(drain_guard_->mu);

@@ -1,5 +1,7 @@
-// ModelManager: loads, warms up and registers model versions, swaps them without
-// failing requests, unloads, and hands out short-lived ref-counted handles.
+// ModelManager: loads, warms up and registers model versions (at start, on
+// request, or on a model's first inference), swaps them without failing
+// requests, evicts idle ones under a memory budget, unloads, and hands out
+// short-lived ref-counted handles.
 // Thread-safe. Lock order: load_mu_, mu_, then the Dispatcher's; no GIL under mu_.
 #pragma once
 
@@ -10,12 +12,15 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
 #include "interpreters/pool.h"
 #include "server/inference/dispatcher.h"
 #include "server/lifecycle/background_thread.h"
+#include "server/lifecycle/load_waiters.h"
+#include "server/lifecycle/memory_budget.h"
 #include "server/lifecycle/model.h"
 #include "server/lifecycle/model_name.h"
 #include "server/lifecycle/model_repository.h"
@@ -32,12 +37,25 @@ enum class ModelState { kLoading, kReady, kUnloading, kUnavailable };
 const char* ModelStateName(ModelState state);
 
 struct ModelStatus {
+  ModelStatus() = default;
+  ModelStatus(std::string name, int64_t version, ModelState state, std::string reason)
+      : name(std::move(name)), version(version), state(state), reason(std::move(reason)) {}
+
   std::string name;
   int64_t version = 0;  ///< serving (or last attempted) version; 0 if none
   ModelState state = ModelState::kUnavailable;
   std::string reason;
   /// In the repository, and no load of it was asked for (not a failure).
   bool not_loaded = false;
+  /// A READY version's memory, measured at load.
+  MemoryFootprint memory;
+};
+
+/// What metadata and config are made of: a loaded version's manifest and
+/// settings, or (on-demand mode) those of the archive that would load.
+struct ModelDescription {
+  Manifest manifest;
+  ModelSettings settings;
 };
 
 class ModelManager {
@@ -45,7 +63,15 @@ class ModelManager {
   struct Options {
     std::string repository;
     bool explicit_control = false;            ///< false: load every model at start
-    std::vector<std::string> startup_models;  ///< loaded at start in explicit mode
+    /// Load a repository model on its first inference request (implies
+    /// loading only `startup_models` at start, which are then pinned: never
+    /// evicted); idle models are evicted under `budget`.
+    bool on_demand = false;
+    std::vector<std::string> startup_models;  ///< loaded at start in explicit and on-demand modes
+    /// Memory budget and cap on loaded models (memory_budget.h). A load that
+    /// would pass it evicts idle, unpinned models least recently used first
+    /// in on-demand mode; is refused (RESOURCE_EXHAUSTED) in the other modes.
+    BudgetLimits budget;
     ServingDefaults serving;                  ///< queue, execution and warm-up settings
     ArchiveLimits archive_limits;             ///< archives over them are refused at load
     /// Turns one archive into what the dispatcher runs and fills `manifest`
@@ -84,11 +110,28 @@ class ModelManager {
   /// The serving version, or `version` if given ("" or "-1" = serving one).
   /// NOT_FOUND for an unknown model or version, UNAVAILABLE if not ready.
   StatusOr<std::shared_ptr<Model>> Get(const std::string& name, const std::string& version) const;
+  /// Get for an inference request. In on-demand mode it also marks the model
+  /// used (for least-recently-used eviction), and a repository model that
+  /// does not serve is loaded first: one load however many requests ask (the
+  /// first starts it), each waiting until `deadline` or until `cancelled()`.
+  /// `done` is called once: from this thread when no load is needed, else from
+  /// the loading thread (or the waiters' watchdog at a deadline). A load that
+  /// fails answers every waiter UNAVAILABLE with its reason (a budget refusal:
+  /// RESOURCE_EXHAUSTED).
+  using Acquired = std::function<void(StatusOr<std::shared_ptr<Model>>)>;
+  void Acquire(const std::string& name, const std::string& version, Clock::time_point deadline,
+               std::function<bool()> cancelled, Acquired done);
+  /// The manifest and settings of `name`: the serving version's, or in
+  /// on-demand mode those of the newest archive, read without loading it.
+  StatusOr<ModelDescription> Describe(const std::string& name, const std::string& version) const;
   /// Every model of the repository and every model known to the manager.
   std::vector<ModelStatus> Index() const;
   /// Handles of every ready model (for statistics).
   std::vector<std::shared_ptr<Model>> ReadyModels() const;
   const ModelRepository& repository() const { return repository_; }
+  const BudgetLimits& budget() const { return options_.budget; }
+  /// Bytes held by every loaded, loading or draining version (what the budget counts).
+  int64_t ResidentBytes() const;
 
  private:
   ModelManager(size_t slots, Dispatcher* dispatcher, Options options)
@@ -105,6 +148,7 @@ class ModelManager {
     LoadedVersion(const std::string& name, int64_t version) : lifecycle(name, version) {}
     VersionLifecycle lifecycle;
     std::shared_ptr<Model> model;  // guarded by mu_
+    int64_t bytes = 0;             // guarded by mu_: measured at load; until unloaded
   };
   using VersionPtr = std::shared_ptr<LoadedVersion>;
 
@@ -114,6 +158,8 @@ class ModelManager {
     VersionPtr loading;  ///< Loading, while a load runs (another may serve meanwhile)
     ModelStatus shown;   ///< its row while nothing serves: unloaded, failed, or gone
     ModelStatus failed;  ///< the last version that failed to load while another served
+    bool pinned = false;      ///< loaded at start (--load-model): never evicted
+    uint64_t last_used = 0;   ///< use_clock_ at its last inference lookup
   };
 
   // Lets the dispatcher's drained callbacks reach the manager only while it
@@ -123,6 +169,25 @@ class ModelManager {
     ModelManager* manager = nullptr;  // guarded by mu
   };
 
+  enum class LoadCause { kRequested, kOnDemand };
+  /// Load; an on-demand load of a model that serves by then does nothing.
+  Status LoadModel(const std::string& name, LoadCause cause);
+  /// The on-demand load Acquire starts, on changes_: counts and logs a cold load.
+  Status LoadOnDemand(const std::string& name);
+  /// What a load of `entry` is expected to need: its archive's size plus what
+  /// the model's Python measured at its last load (0 before its first).
+  int64_t EstimateBytes(const RepositoryEntry& entry) const;
+  /// Evicts idle models (on-demand mode) until `needed` more bytes fit the
+  /// budget beside what is resident, waiting for their unloads; `name`'s own
+  /// versions are never evicted for it. RESOURCE_EXHAUSTED when they cannot fit.
+  Status MakeRoom(const std::string& name, int64_t needed, bool adds_model = true);
+  /// After `name` loaded and measured more than its estimate: evicts idle
+  /// models until the total is within the budget again (a warning if it cannot).
+  void FitAfterLoad(const std::string& name);
+  /// Every loaded, loading and draining version, as the budget sees them. REQUIRES: mu_.
+  std::vector<ResidentModel> Resident(const std::string& loading) const;
+  /// Stops serving `victim` to make room for `for_model`. REQUIRES: mu_.
+  void Evict(const ResidentModel& victim, const std::string& for_model);
   /// Loads, warms up and registers one archive.
   StatusOr<std::shared_ptr<Model>> LoadVersion(const RepositoryEntry& entry);
   /// Prepares and warms up `executable` on every interpreter slot, each held
@@ -147,9 +212,14 @@ class ModelManager {
   std::mutex load_mu_;  // one load or unload at a time
   // True while Create loads the startup models (no frontend serves yet).
   std::atomic<bool> starting_{true};
+  std::atomic<bool> stopping_{false};  // set first by the destructor
   mutable std::mutex mu_;
   std::map<std::string, ModelEntry> models_;  // guarded by mu_
   std::vector<VersionPtr> retiring_;          // guarded by mu_: Draining or Unloading
+  std::atomic<uint64_t> use_clock_{0};        // orders inference lookups, for LRU
+  // Guarded by mu_: per model name, what its Python measured at its last load
+  // (the estimate of its next load).
+  std::map<std::string, int64_t> slot_bytes_seen_;
   // Guarded by mu_: names with a valid archive at the last scan (start, Index),
   // so that a model that is there but not loaded is told so.
   mutable std::set<std::string> repository_names_;
@@ -157,6 +227,9 @@ class ModelManager {
   // Loads once serving (and their failure's cleanup) and unloads drained
   // versions, at background priority, off every request thread.
   BackgroundThread loader_;
+  // Requests waiting for on-demand loads; destroyed after changes_ (declared
+  // before it), so a load that ends at shutdown still finds it.
+  LoadWaiters waiters_;
   // Runs LoadAsync and UnloadAsync (each then uses loader_ for the heavy
   // part, so it cannot be loader_ itself). Emptied and joined first at
   // destruction.

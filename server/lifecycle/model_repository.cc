@@ -1,7 +1,10 @@
 #include "server/lifecycle/model_repository.h"
 
 #include <algorithm>
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <set>
 
 #include "package_format/archive.h"
 
@@ -15,10 +18,24 @@ StatusOr<std::vector<RepositoryEntry>> ModelRepository::Scan() const {
     return NotFound("model repository " + directory_ + " is not a directory");
   }
   std::vector<RepositoryEntry> entries;
+  std::set<std::string> seen;
   for (const auto& file : fs::directory_iterator(directory_, ec)) {
     if (file.path().extension() != ".mpk" || !file.is_regular_file(ec)) continue;
     RepositoryEntry entry;
     entry.path = file.path().string();
+    struct stat st {};
+    bool stated = ::stat(entry.path.c_str(), &st) == 0;
+    int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+    if (stated) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = validated_.find(entry.path);
+      if (it != validated_.end() && it->second.size == static_cast<uintmax_t>(st.st_size) &&
+          it->second.mtime_ns == mtime_ns && it->second.inode == st.st_ino) {
+        entries.push_back(it->second.entry);
+        seen.insert(entry.path);
+        continue;
+      }
+    }
     auto archive = PackageArchive::Open(entry.path, limits_);
     if (archive.ok()) {
       entry.name = (*archive)->manifest().name;
@@ -27,7 +44,19 @@ StatusOr<std::vector<RepositoryEntry>> ModelRepository::Scan() const {
       entry.name = file.path().stem().string();
       entry.error = archive.status();
     }
+    if (stated) {
+      std::lock_guard<std::mutex> lock(mu_);
+      validated_[entry.path] = {static_cast<uintmax_t>(st.st_size), mtime_ns,
+                                static_cast<uint64_t>(st.st_ino), entry};
+    }
+    seen.insert(entry.path);
     entries.push_back(std::move(entry));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // forget archives no longer there
+    for (auto it = validated_.begin(); it != validated_.end();) {
+      it = seen.count(it->first) > 0 ? std::next(it) : validated_.erase(it);
+    }
   }
   if (ec) return Internal("cannot read model repository " + directory_ + ": " + ec.message());
   std::sort(entries.begin(), entries.end(), [](const RepositoryEntry& a, const RepositoryEntry& b) {

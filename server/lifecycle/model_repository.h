@@ -1,7 +1,10 @@
-// ModelRepository: what a directory of model archives (*.mpk) offers, read
-// fresh on every Scan. Stateless apart from the path; thread-safe.
+// ModelRepository: what a directory of model archives (*.mpk) offers, listed
+// fresh on every Scan; an archive is validated again only when its file
+// changed (size, modification time or inode). Thread-safe.
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,8 +36,20 @@ class ModelRepository {
   StatusOr<RepositoryEntry> Latest(const std::string& name) const;
 
  private:
+  // One archive's validation, kept while its file stays the same: with a
+  // hundred models, on-demand loads and index calls would otherwise open and
+  // check every archive each time.
+  struct Validated {
+    uintmax_t size = 0;
+    int64_t mtime_ns = 0;
+    uint64_t inode = 0;
+    RepositoryEntry entry;
+  };
+
   const std::string directory_;
   const ArchiveLimits limits_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, Validated> validated_;  // guarded by mu_, by path
 };
 
 }  // namespace manypy

@@ -280,6 +280,31 @@ def load(path, entry_point, storages, device="cpu", source=None, name=None):
     return model
 
 
+def _storage_of(tensor):
+    untyped = getattr(tensor, "untyped_storage", None)  # PyTorch 2.x
+    return untyped() if untyped is not None else tensor.storage()
+
+
+def owned_tensor_bytes(model, storages):
+    """Bytes of the model's parameters and buffers that are not mapped from the
+    archive (`storages`, the host's tensors): tensors its code made at load.
+    libtorch holds them, so the host's tracemalloc count of the model's Python
+    objects does not see them. Each storage is counted once."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    mapped = {_storage_of(t).data_ptr() for t in storages.values()}
+    seen = set()
+    total = 0
+    for tensor in list(model.parameters()) + list(model.buffers()):
+        storage = _storage_of(tensor)
+        pointer = storage.data_ptr()
+        if pointer in mapped or pointer in seen:
+            continue
+        seen.add(pointer)
+        total += storage.nbytes()
+    return total
+
+
 class ModelOutputError(RuntimeError):
     """The model's result does not give the outputs its manifest declares
     (the server answers INTERNAL naming the output)."""
@@ -352,7 +377,6 @@ api_override = None
 def _serving_api():
     """The server's `manypy` module (server/core/manypy_module.py), or None
     where the host defines none (the interpreter layer's own tests)."""
-    import sys
     api = api_override if api_override is not None else sys.modules.get("manypy")
     return api if hasattr(api, "_begin") else None
 
@@ -385,8 +409,11 @@ def infer(model, method, output_names, device, inputs):
     _running = model
     api = _enter(model)
     try:
-        with torch.inference_mode():
+        if torch.is_inference_mode_enabled():  # a nested call: its caller's mode holds
             result = call(*inputs)
+        else:
+            with torch.inference_mode():
+                result = call(*inputs)
     finally:
         _running = None
         _leave(api)

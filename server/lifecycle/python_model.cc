@@ -119,7 +119,26 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
 Status PythonModel::Prepare(size_t slot) {
   try {
     InterpreterSession session = pool_->AcquireAt(slot);
+    // tracemalloc counts only this interpreter's Python allocator (each has
+    // its own libpython), so requests running on the other interpreters meanwhile
+    // do not blur the figure, as they would an RSS or malloc-wide delta. A
+    // model that traces memory itself is left alone (its figure is then 0).
+    bool traced_before = session.Global("tracemalloc", "is_tracing").Call().ToValue().to_bool();
+    if (!traced_before) session.Global("tracemalloc", "start").Call();
     runner_.In(session);
+    int64_t python_bytes = 0;
+    if (!traced_before) {
+      python_bytes = session.Global("tracemalloc", "get_traced_memory").Call().ToValue()
+                         .items()[0].to_int();
+      session.Global("tracemalloc", "stop").Call();
+    }
+    int64_t tensor_bytes = session.DefineModule(kRuntimeModule, kModelRuntimeSource)
+                               .Attr("owned_tensor_bytes")
+                               .CallWith({model_.In(session), session.FromValue(StorageValues(*storages_))})
+                               .ToValue()
+                               .to_int();
+    std::lock_guard<std::mutex> lock(released_mu_);
+    slot_bytes_[slot] = python_bytes + tensor_bytes;
     return Status::Ok();
   } catch (const PythonError& e) {
     if (e.type() == kMissingModulesError) {
@@ -129,6 +148,11 @@ Status PythonModel::Prepare(size_t slot) {
     return Internal("loading " + archive_->path() + " failed: " + e.what() +
                     DescribeArchiveFrames(e.traceback()));
   }
+}
+
+MemoryFootprint PythonModel::Memory() const {
+  std::lock_guard<std::mutex> lock(released_mu_);
+  return {static_cast<int64_t>(storages_->size()), slot_bytes_};
 }
 
 void PythonModel::Release(size_t slot) {

@@ -67,6 +67,12 @@ class PythonModel final : public Executable {
   /// manifest order. Throws PythonError when the model raises.
   std::vector<Value> Call(const std::vector<Value>& inputs) const;
 
+  /// The sealed copy of the archive (mapped once: the weights) and, per
+  /// interpreter, what its Prepare added: the Python heap grown during the
+  /// load (tracemalloc, that interpreter's own allocator only) plus the
+  /// model's tensors not mapped from the archive.
+  MemoryFootprint Memory() const override;
+
   /// This model's Python object in the session's interpreter (tests, tools).
   Obj In(InterpreterSession& session) const { return model_.In(session); }
 
@@ -79,7 +85,8 @@ class PythonModel final : public Executable {
         storages_(std::move(storages)),
         model_(std::move(model)),
         runner_(std::move(runner)),
-        released_(pool->size(), false) {}
+        released_(pool->size(), false),
+        slot_bytes_(pool->size(), 0) {}
 
   /// Runs interpreter `slot`'s cyclic garbage collector (never throws).
   void CollectGarbage(size_t slot);
@@ -95,8 +102,9 @@ class PythonModel final : public Executable {
   // infer(inputs), or for a streaming model start_stream(inputs), with the
   // model, method, output names and device bound.
   ReplicatedObject runner_;
-  std::mutex released_mu_;
+  mutable std::mutex released_mu_;
   std::vector<bool> released_;  // guarded by released_mu_: per interpreter, by Release
+  std::vector<int64_t> slot_bytes_;  // guarded by released_mu_: measured by Prepare
 };
 
 }  // namespace manypy

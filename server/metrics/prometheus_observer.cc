@@ -110,6 +110,25 @@ PrometheusObserver::PrometheusObserver(prometheus::Registry* registry, size_t in
       load_failures_(prometheus::BuildCounter()
                          .Name("manypy_model_load_failures_total")
                          .Help("Loads (including warm-up) of the version that failed")
+                         .Register(*registry)),
+      memory_(prometheus::BuildGauge()
+                  .Name("manypy_model_memory_bytes")
+                  .Help("Memory a loaded version holds, measured at load: kind=weights, its "
+                        "archive's mapped copy (once per process); kind=python, what its load "
+                        "added in the interpreters (Python heap and tensors not from the "
+                        "archive), summed")
+                  .Register(*registry)),
+      cold_loads_(prometheus::BuildCounter()
+                      .Name("manypy_model_cold_loads_total")
+                      .Help("Loads started by an inference request (on-demand mode)")
+                      .Register(*registry)),
+      evictions_(prometheus::BuildCounter()
+                     .Name("manypy_model_evictions_total")
+                     .Help("Idle versions unloaded to fit the memory budget")
+                     .Register(*registry)),
+      evicted_bytes_(prometheus::BuildCounter()
+                         .Name("manypy_model_evicted_bytes_total")
+                         .Help("Memory (as measured at load) freed by evictions")
                          .Register(*registry)) {
   auto& in_flight = prometheus::BuildGauge()
                         .Name("manypy_interpreter_in_flight_executions")
@@ -219,6 +238,31 @@ void PrometheusObserver::OnModelRetired(const std::string& name, int64_t version
   int& loads = loads_[{name, version}];
   if (loads > 0) --loads;
   ready_.Add(labels).Set(loads > 0 ? 1 : 0);
+  if (loads == 0) {  // a version that holds nothing any more has no memory series
+    for (const char* kind : {"weights", "python"}) {
+      Labels with_kind = labels;
+      with_kind["kind"] = kind;
+      memory_.Remove(&memory_.Add(with_kind));
+    }
+  }
+}
+
+void PrometheusObserver::OnModelMemory(const std::string& name, int64_t version,
+                                       int64_t weights_bytes, int64_t python_bytes) {
+  std::string v = std::to_string(version);
+  memory_.Add({{"model", name}, {"version", v}, {"kind", "weights"}})
+      .Set(static_cast<double>(weights_bytes));
+  memory_.Add({{"model", name}, {"version", v}, {"kind", "python"}})
+      .Set(static_cast<double>(python_bytes));
+}
+
+void PrometheusObserver::OnModelColdLoaded(const std::string& name, int64_t, double) {
+  cold_loads_.Add({{"model", name}}).Increment();
+}
+
+void PrometheusObserver::OnModelEvicted(const std::string& name, int64_t, int64_t bytes) {
+  evictions_.Add({{"model", name}}).Increment();
+  evicted_bytes_.Add({{"model", name}}).Increment(static_cast<double>(bytes));
 }
 
 }  // namespace manypy

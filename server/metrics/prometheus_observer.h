@@ -39,6 +39,10 @@ class PrometheusObserver final : public InferenceObserver {
                      double warmup_seconds) override;
   void OnModelLoadFailed(const std::string& name, int64_t version, const Status& status) override;
   void OnModelRetired(const std::string& name, int64_t version) override;
+  void OnModelMemory(const std::string& name, int64_t version, int64_t weights_bytes,
+                     int64_t python_bytes) override;
+  void OnModelColdLoaded(const std::string& name, int64_t version, double seconds) override;
+  void OnModelEvicted(const std::string& name, int64_t version, int64_t bytes) override;
 
   /// The outcome label of a final status: "success", "invalid_argument", ...
   static const char* Outcome(const Status& status);
@@ -59,6 +63,10 @@ class PrometheusObserver final : public InferenceObserver {
   prometheus::Family<prometheus::Gauge>& load_duration_;
   prometheus::Family<prometheus::Gauge>& warmup_duration_;
   prometheus::Family<prometheus::Counter>& load_failures_;
+  prometheus::Family<prometheus::Gauge>& memory_;
+  prometheus::Family<prometheus::Counter>& cold_loads_;
+  prometheus::Family<prometheus::Counter>& evictions_;
+  prometheus::Family<prometheus::Counter>& evicted_bytes_;
   std::vector<prometheus::Gauge*> slot_in_flight_;   // per interpreter; constant after construction
   std::vector<prometheus::Counter*> slot_busy_;      // per interpreter; constant after construction
 

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """One model-server worker process, for manypy-bench-memory's `processes` mode.
 
-    OMP_NUM_THREADS=1 /usr/bin/python3 tests/bench/memory_worker.py ARCHIVE
+    OMP_NUM_THREADS=1 /usr/bin/python3 tests/bench/memory_worker.py ARCHIVE [SHAPE]
 
 Does what a TorchServe handler or a Triton python-backend model instance does
 in its own process: imports torch, loads the model from the archive with
 torch.package (the manifest's entry point, weights read into this process's
-own memory), and runs one inference so lazily allocated state is counted.
+own memory), and runs one inference so lazily allocated state is counted (on a random FP32
+input of SHAPE, e.g. 1,256; default 1,3,224,224, an image).
 Reports on stdout, one line each, flushed at once (the parent reads them
 through a pipe):
 
@@ -57,15 +58,16 @@ def load_model(path):
 
 
 def main(argv):
-    if len(argv) != 2:
-        sys.exit("usage: memory_worker.py ARCHIVE")
+    if len(argv) not in (2, 3):
+        sys.exit("usage: memory_worker.py ARCHIVE [SHAPE]")
+    shape = [int(d) for d in argv[2].split(",")] if len(argv) == 3 else [1, 3, 224, 224]
     # The same intra-op thread count as the pool's (the parent also sets
     # OMP_NUM_THREADS=1, which covers threads created before this line).
     torch.set_num_threads(1)
     model = load_model(argv[1])
     print(f"loaded {time.monotonic() - START:.3f}", flush=True)
     with torch.inference_mode():
-        model(torch.randn(1, 3, 224, 224))
+        model(torch.randn(*shape))
     print(f"rss {vm_rss_bytes()}", flush=True)
     sys.stdin.read()  # returns at EOF: the parent has measured everyone
 

@@ -26,7 +26,8 @@ class Manifests(unittest.TestCase):
 
     def test_every_kustomization_renders_and_validates(self):
         self.assertEqual(sorted(self.rendered),
-                         ["base", "model-repository", "monitoring", "overlays/example", "prometheus-adapter"])
+                         ["base", "model-repository", "monitoring", "overlays/example", "overlays/on-demand",
+                          "prometheus-adapter"])
         for name, objects in self.rendered.items():
             with self.subTest(kustomization=name):
                 self.assertTrue(objects)
@@ -121,6 +122,22 @@ class Manifests(unittest.TestCase):
         self.assertNotIn("persistentVolumeClaim", volumes["models"])
         init = pod["initContainers"][0]
         self.assertEqual([m["name"] for m in init["volumeMounts"]], ["models"])
+
+    def test_on_demand_overlay_budget_fits_its_memory_limit(self):
+        # docs/operations.md: limit >= idle server + 1.1 x budget (+ room for requests).
+        deployment, _ = self.check_pod("overlays/on-demand", self.rendered["overlays/on-demand"])
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        args = container["args"]
+        self.assertIn("--model-control-mode=on-demand", args)
+        budget = [a.split("=", 1)[1] for a in args if a.startswith("--model-memory-budget=")]
+        self.assertEqual(len(budget), 1, args)
+        units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+        number, unit = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", budget[0]).groups()
+        budget_bytes = float(number) * units.get(unit, 1)
+        number, unit = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", container["resources"]["limits"]["memory"]).groups()
+        limit_bytes = float(number) * units[unit]
+        idle_server_bytes = 512 << 20  # 4 interpreters, measured about 0.4 GiB
+        self.assertLessEqual(idle_server_bytes + 1.1 * budget_bytes, limit_bytes)
 
     def test_base_reads_the_model_repository_claim(self):
         pod = d.find(self.rendered["base"], "Deployment")["spec"]["template"]["spec"]

@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""make bench-overhead: what the request path costs on top of the pool.
+
+The same archive (two_io: the smallest example model, so the path is nearly
+all there is) and the same interpreter count, two ways, in alternated
+rounds of one run:
+
+  pool    manypy-bench-overhead-pool: the archive in N interpreters, called
+          from N threads through PythonModel::Run, the call a server worker
+          makes (no sockets, no queue, no client)
+  server  manypy-server serving it over gRPC to manypy-perf (the C++ load
+          generator) at concurrency 16, on the same machine
+
+Per round: calls/s and inferences/s, and CPU per call: the pool process's
+CPU over its window, the server process's over its window (from
+/proc/PID/stat; the load generator's own CPU is not counted, though it
+shares the cores). Over the rounds, the per-round ratios' median with a
+bootstrap 90% interval (tests/bench/paired_rounds.py) and the verdicts for
+the targets: server throughput >= 0.7x the pool's, server CPU per inference
+<= 1.3x the pool's CPU per call.
+
+    /usr/bin/python3 tests/bench/bench_overhead.py --build build \\
+        --repository build/model-repository --out bench-results/overhead.json
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from bench_common import start_manypy  # noqa: E402
+from paired_rounds import bootstrap_interval, verdict  # noqa: E402
+
+THROUGHPUT_TARGET = 0.7  # server inferences/s over pool calls/s, at least
+CPU_TARGET = 1.3         # server CPU per inference over pool CPU per call, at most
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+class Pool:
+    """manypy-bench-overhead-pool, kept running between its windows."""
+
+    def __init__(self, binary, archive, interpreters):
+        self.proc = subprocess.Popen([binary, "--archive", archive, "--interpreters",
+                                      str(interpreters)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            raise SystemExit(f"{binary} did not start (run it by hand to see why)")
+
+    def window(self, seconds):
+        self.proc.stdin.write(f"{seconds}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("manypy-bench-overhead-pool ended during a window")
+        r = json.loads(line)
+        return {"per_s": r["calls"] / r["seconds"], "cpu_us": r["cpu_seconds"] / r["calls"] * 1e6,
+                "calls": r["calls"]}
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def server_window(perf, port, pid, model, concurrency, seconds):
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        # No warm-up window (the server is warm from the rounds before), so
+        # the server's CPU read around manypy-perf's whole run is the
+        # window's, give or take connecting.
+        args = [perf, "-m", model, "-u", f"127.0.0.1:{port}", "--concurrency", str(concurrency),
+                "--warmup-seconds", "0", "--window-seconds", str(seconds), "--max-windows", "1",
+                "--json", out.name, "--csv", os.devnull]
+        cpu_start = process_cpu_seconds(pid)
+        if subprocess.run(args, stderr=subprocess.DEVNULL).returncode != 0:
+            raise SystemExit(f"manypy-perf failed: {' '.join(args)}")
+        cpu = process_cpu_seconds(pid) - cpu_start
+        record = json.load(open(out.name))[0]
+    if record.get("errors"):
+        raise SystemExit(f"server window: errors {record.get('errors_by_code')}")
+    return {"per_s": record["infer_per_s"], "cpu_us": cpu / record["requests"] * 1e6,
+            "requests": record["requests"], "p50_ms": record["p50_ms"], "p99_ms": record["p99_ms"]}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build")
+    p.add_argument("--repository", default="build/model-repository")
+    p.add_argument("--out", default="bench-results/overhead.json")
+    p.add_argument("--model", default="python_heavy")
+    p.add_argument("--interpreters", type=int, default=2)
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--seconds", type=float, default=3.0, help="per side per round")
+    p.add_argument("--quick", action="store_true",
+                   help="2 rounds of 0.5 s a side, judged but never failed on a miss: keeps the "
+                        "benchmark working (ctest bench_overhead_quick)")
+    a = p.parse_args()
+    if a.quick:
+        a.rounds, a.seconds = 2, 0.5
+    binaries = os.path.join(a.build, "bin")
+    archive = os.path.join(a.repository, f"{a.model}.mpk")
+
+    # Batching off: each inference is one call of the model, as each of the
+    # pool's calls is.
+    server, ports = start_manypy(os.path.join(binaries, "manypy-server"), a.repository,
+                                 [a.model], a.interpreters,
+                                 [f"--model-config={a.model}:dynamic_batching=false"])
+    pool = Pool(os.path.join(binaries, "manypy-bench-overhead-pool"), archive, a.interpreters)
+    rounds = []
+    try:
+        # Warm both (connections, caches) before anything is measured.
+        server_window(os.path.join(binaries, "manypy-perf"), ports["grpc"], server.pid, a.model,
+                      a.concurrency, 1.0)
+        pool.window(1.0)
+        for r in range(a.rounds):
+            sides = ["pool", "server"] if r % 2 == 0 else ["server", "pool"]
+            measured = {}
+            for side in sides:
+                if side == "pool":
+                    measured["pool"] = pool.window(a.seconds)
+                else:
+                    measured["server"] = server_window(os.path.join(binaries, "manypy-perf"),
+                                                       ports["grpc"], server.pid, a.model,
+                                                       a.concurrency, a.seconds)
+            measured["throughput_ratio"] = measured["server"]["per_s"] / measured["pool"]["per_s"]
+            measured["cpu_ratio"] = measured["server"]["cpu_us"] / measured["pool"]["cpu_us"]
+            rounds.append(measured)
+            print(f"[overhead] round {r + 1}: pool {measured['pool']['per_s']:.0f} calls/s "
+                  f"({measured['pool']['cpu_us']:.1f} us CPU/call), server "
+                  f"{measured['server']['per_s']:.0f} infer/s ({measured['server']['cpu_us']:.1f} "
+                  f"us CPU/infer): {measured['throughput_ratio']:.2f}x, CPU "
+                  f"{measured['cpu_ratio']:.2f}x", file=sys.stderr)
+    finally:
+        pool.close()
+        server.terminate()
+        server.wait()
+
+    def summary(side, key):
+        values = [r[side][key] for r in rounds]
+        return {"median": statistics.median(values), "interval": list(bootstrap_interval(values))}
+
+    result = {
+        "model": a.model, "interpreters": a.interpreters, "concurrency": a.concurrency,
+        "cpus": os.cpu_count(), "seconds_per_side": a.seconds, "rounds": rounds,
+        "pool_calls_per_s": summary("pool", "per_s"),
+        "server_infer_per_s": summary("server", "per_s"),
+        "pool_cpu_us_per_call": summary("pool", "cpu_us"),
+        "server_cpu_us_per_infer": summary("server", "cpu_us"),
+        "throughput": verdict([r["throughput_ratio"] for r in rounds], THROUGHPUT_TARGET, True),
+        "cpu_per_inference": verdict([r["cpu_ratio"] for r in rounds], CPU_TARGET, False),
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=1)
+    for key, what in (("throughput", f"server / pool throughput (target >= {THROUGHPUT_TARGET}x)"),
+                      ("cpu_per_inference", f"server / pool CPU per call (target <= {CPU_TARGET}x)")):
+        v = result[key]
+        print(f"{what}: median {v['median']:.2f}x, 90% interval [{v['interval'][0]:.2f}, "
+              f"{v['interval'][1]:.2f}]: {v['verdict']}")
+    print(f"wrote {a.out}")
+    missed = "misses" in (result["throughput"]["verdict"], result["cpu_per_inference"]["verdict"])
+    return 1 if missed and not a.quick else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
