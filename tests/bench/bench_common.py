@@ -1,10 +1,12 @@
-"""What the benchmark drivers share: starting manypy-server on free ports and
-running one measurement window of manypy-perf."""
+"""What the benchmark drivers share: starting manypy-server on free ports,
+running one measurement window of manypy-perf, and a process's CPU time."""
 import json
 import os
 import re
 import subprocess
 import tempfile
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def start_manypy(binary, repository, models, interpreters, extra=()):
@@ -40,3 +42,10 @@ def perf_window(perf, port, model, concurrency, seconds, protocol="grpc", warmup
     if record.get("errors"):
         raise SystemExit(f"{model} {protocol} c={concurrency}: errors {record.get('errors_by_code')}")
     return record
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime

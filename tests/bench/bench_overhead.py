@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """make bench-overhead: what the request path costs on top of the pool.
 
-The same archive (two_io: the smallest example model, so the path is nearly
-all there is) and the same interpreter count, two ways, in alternated
+The same archive (python_heavy: a small Python-bound example model, with
+batching off so that each inference is one call of it, as each of the
+pool's calls is) and the same interpreter count, two ways, in alternated
 rounds of one run:
 
   pool    manypy-bench-overhead-pool: the archive in N interpreters, called
@@ -28,24 +29,15 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from bench_common import start_manypy  # noqa: E402
+from bench_common import cpu_seconds, perf_window, start_manypy  # noqa: E402
 from paired_rounds import bootstrap_interval, verdict  # noqa: E402
 
 THROUGHPUT_TARGET = 0.7  # server inferences/s over pool calls/s, at least
 CPU_TARGET = 1.3         # server CPU per inference over pool CPU per call, at most
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_seconds(pid):
-    """User + system CPU seconds of process `pid` so far (all its threads)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
 
 
 class Pool:
@@ -74,20 +66,12 @@ class Pool:
 
 
 def server_window(perf, port, pid, model, concurrency, seconds):
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        # No warm-up window (the server is warm from the rounds before), so
-        # the server's CPU read around manypy-perf's whole run is the
-        # window's, give or take connecting.
-        args = [perf, "-m", model, "-u", f"127.0.0.1:{port}", "--concurrency", str(concurrency),
-                "--warmup-seconds", "0", "--window-seconds", str(seconds), "--max-windows", "1",
-                "--json", out.name, "--csv", os.devnull]
-        cpu_start = process_cpu_seconds(pid)
-        if subprocess.run(args, stderr=subprocess.DEVNULL).returncode != 0:
-            raise SystemExit(f"manypy-perf failed: {' '.join(args)}")
-        cpu = process_cpu_seconds(pid) - cpu_start
-        record = json.load(open(out.name))[0]
-    if record.get("errors"):
-        raise SystemExit(f"server window: errors {record.get('errors_by_code')}")
+    # No warm-up window (the server is warm from the rounds before), so the
+    # server's CPU read around manypy-perf's whole run is the window's, give
+    # or take connecting.
+    cpu_start = cpu_seconds(pid)
+    record = perf_window(perf, port, model, concurrency, seconds, warmup=0)
+    cpu = cpu_seconds(pid) - cpu_start
     return {"per_s": record["infer_per_s"], "cpu_us": cpu / record["requests"] * 1e6,
             "requests": record["requests"], "p50_ms": record["p50_ms"], "p99_ms": record["p99_ms"]}
 

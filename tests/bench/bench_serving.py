@@ -34,10 +34,10 @@ import sys
 import tempfile
 import time
 
+from bench_common import cpu_seconds
 from bench_targets import serving_round_plan
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 REPO = os.path.dirname(os.path.dirname(HERE))
 MODELS = ["mlp_loop", "resnet18", "resnet50", "vit_small", "text_classifier"]
 # text_classifier's tokenizer is Python over BYTES inputs: no TorchScript form.
@@ -86,15 +86,15 @@ def tree(pid):
     return out
 
 
-def cpu_seconds(pid):
+def tree_cpu_seconds(pid):
+    """CPU seconds of `pid` and its descendants (a process that ended meanwhile counts 0)."""
     total = 0
     for p in tree(pid):
         try:
-            fields = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
+            total += cpu_seconds(p)
         except OSError:
             pass
-    return total / CLK_TCK
+    return total
 
 
 def peak_rss(pid):
@@ -184,12 +184,12 @@ def measure(args, server, model, concurrency, window_share=1.0, own_peak=False):
     def measuring():
         if own_peak:
             reset_peak_rss(server.proc.pid)
-        at["cpu"] = cpu_seconds(server.proc.pid)
+        at["cpu"] = tree_cpu_seconds(server.proc.pid)
 
     record = perf(args, server.port, server.model, concurrency, args.warmup,
                   args.window * window_share * (1.0 if args.quick else WINDOW_SCALE[model]),
                   measuring)
-    cpu = cpu_seconds(server.proc.pid) - at["cpu"]
+    cpu = tree_cpu_seconds(server.proc.pid) - at["cpu"]
     requests = record.get("requests") or 0
     return {
         "model": model, "server": server.kind, "concurrency": concurrency,

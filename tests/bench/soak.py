@@ -51,7 +51,7 @@ import tempfile
 import time
 import urllib.request
 
-from bench_common import start_manypy
+from bench_common import cpu_seconds, start_manypy
 from soak_verdicts import errors_verdict, p99_trend_verdict, rss_trend_verdict, rss_verdict
 
 # MODEL:PROTOCOL:REQUESTS_PER_S. two_io: protocol overhead (~0.5 ms); python_heavy:
@@ -60,7 +60,6 @@ from soak_verdicts import errors_verdict, p99_trend_verdict, rss_trend_verdict, 
 DEFAULT_STREAMS = ["two_io:grpc:20", "two_io:http:20", "python_heavy:grpc:15",
                    "text_classifier:http:15", "mobilenet_v3_small:grpc:2",
                    "mobilenet_v3_small:http:2"]
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Each stream's traffic before its first window: connections made, first calls done.
 PERF_WARMUP_SECONDS = 2.0
 
@@ -78,12 +77,6 @@ def parse_stream(text):
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
 def http(port, path, body=None, timeout=300):
