@@ -19,6 +19,7 @@
 #include "tests/package_format/test_zip.h"
 #include "tests/test_util/fake_executable.h"
 #include "tests/test_util/fake_loader.h"
+#include "tests/test_util/gate.h"
 #include "tests/test_util/request_builder.h"
 #include "tests/test_util/test_archives.h"
 
@@ -29,42 +30,11 @@ using namespace std::chrono_literals;
 using testing::Answers;
 using testing::FakeExecutable;
 using testing::FakeLoader;
+using testing::Gate;
 using testing::MakeRequest;
 using testing::TestManifest;
 
 constexpr size_t kSlots = 2;
-
-/// Calls wait here until the test opens it or lets them through one by one
-/// (at most 20 s, so a failing test cannot hang the dispatcher's shutdown).
-class Gate {
- public:
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = false;
-  }
-  /// Lets `n` more calls through a closed gate.
-  void Permit(int n) {
-    std::lock_guard<std::mutex> lock(mu_);
-    permits_ += n;
-    cv_.notify_all();
-  }
-  void Pass() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, 20s, [this] { return open_ || permits_ > 0; });
-    if (!open_ && permits_ > 0) --permits_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = true;
-  int permits_ = 0;  // guarded by mu_
-};
 
 /// What a test learns about one GatedExecutable, also once it is gone.
 struct Trace {

@@ -14,6 +14,7 @@
 #include "server/lifecycle/model_manager.h"
 #include "tests/package_format/test_zip.h"
 #include "tests/test_util/fake_loader.h"
+#include "tests/test_util/gate.h"
 #include "tests/test_util/request_builder.h"
 #include "tests/test_util/test_archives.h"
 
@@ -23,38 +24,20 @@ namespace {
 using namespace std::chrono_literals;
 using testing::Answers;
 using testing::FakeLoader;
+using testing::Gate;
 using testing::MakeRequest;
 using testing::TestManifest;
-
-/// Opens once; waits time out after 20 s so that a failing test cannot hang.
-class Latch {
- public:
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, 20s, [this] { return open_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
 
 /// Doubles its inputs; pretends to hold `bytes` (shared); a call waits at
 /// `gate` when one is given.
 class SizedExecutable final : public Executable {
  public:
-  SizedExecutable(int64_t bytes, std::shared_ptr<Latch> gate) : bytes_(bytes), gate_(std::move(gate)) {}
+  SizedExecutable(int64_t bytes, std::shared_ptr<Gate> gate) : bytes_(bytes), gate_(std::move(gate)) {}
   StatusOr<std::vector<Value>> Run(size_t, const std::vector<Value>& inputs, InterruptHook*) override {
     ++running;
     // The warm-up's inputs are zeros: only the test's own requests wait.
     bool warmup = !inputs.empty() && inputs[0].to_tensor().eq(0).all().item<bool>();
-    if (gate_ && !warmup) gate_->Wait();
+    if (gate_ && !warmup) gate_->Pass();
     --running;
     std::vector<Value> out;
     for (const auto& v : inputs) out.emplace_back(v.to_tensor() * 2);
@@ -65,7 +48,7 @@ class SizedExecutable final : public Executable {
 
  private:
   const int64_t bytes_;
-  const std::shared_ptr<Latch> gate_;
+  const std::shared_ptr<Gate> gate_;
 };
 
 class OnDemandTest : public ::testing::Test {
@@ -130,7 +113,7 @@ class OnDemandTest : public ::testing::Test {
 
   testing::TempDir dir_;
   FakeLoader loader_;
-  std::shared_ptr<Latch> load_gate_, run_gate_;
+  std::shared_ptr<Gate> load_gate_, run_gate_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<ModelManager> manager_;
 };
@@ -147,11 +130,11 @@ TEST_F(OnDemandTest, StartsWithOnlyThePinnedModelsAndListsTheRestAsLoadingOnFirs
 
 TEST_F(OnDemandTest, ThirtyTwoConcurrentFirstRequestsStartExactlyOneLoad) {
   Write("m");
-  load_gate_ = std::make_shared<Latch>();
+  load_gate_ = std::make_shared<Gate>(/*open=*/false);
   std::atomic<int> makes{0};
   loader_.set_make([&](const Manifest&) -> StatusOr<std::shared_ptr<Executable>> {
     ++makes;
-    load_gate_->Wait();  // every request arrives while the load runs
+    load_gate_->Pass();  // every request arrives while the load runs
     return std::shared_ptr<Executable>(std::make_shared<SizedExecutable>(100, nullptr));
   });
   ASSERT_TRUE(Start(OnDemand()));
@@ -181,9 +164,9 @@ TEST_F(OnDemandTest, ThirtyTwoConcurrentFirstRequestsStartExactlyOneLoad) {
 
 TEST_F(OnDemandTest, AFailedLoadAnswersEveryWaiterWithItsReasonAndTheNextRequestTriesAgain) {
   Write("broken");
-  load_gate_ = std::make_shared<Latch>();
+  load_gate_ = std::make_shared<Gate>(/*open=*/false);
   loader_.set_make([&](const Manifest&) -> StatusOr<std::shared_ptr<Executable>> {
-    load_gate_->Wait();
+    load_gate_->Pass();
     return Internal("ValueError: corrupt weights in broken");
   });
   ASSERT_TRUE(Start(OnDemand()));
@@ -215,9 +198,9 @@ TEST_F(OnDemandTest, AFailedLoadAnswersEveryWaiterWithItsReasonAndTheNextRequest
 
 TEST_F(OnDemandTest, AWaiterPastItsDeadlineIsAnsweredThenWhileTheLoadGoesOn) {
   Write("slow");
-  load_gate_ = std::make_shared<Latch>();
+  load_gate_ = std::make_shared<Gate>(/*open=*/false);
   loader_.set_make([&](const Manifest&) -> StatusOr<std::shared_ptr<Executable>> {
-    load_gate_->Wait();
+    load_gate_->Pass();
     return std::shared_ptr<Executable>(std::make_shared<SizedExecutable>(1, nullptr));
   });
   ASSERT_TRUE(Start(OnDemand()));
@@ -279,7 +262,7 @@ TEST_F(OnDemandTest, APinnedModelIsNeverEvicted) {
 
 TEST_F(OnDemandTest, AModelWithQueuedOrRunningWorkIsNeverEvicted) {
   for (const char* n : {"busy", "idle", "new"}) Write(n);
-  run_gate_ = std::make_shared<Latch>();
+  run_gate_ = std::make_shared<Gate>(/*open=*/false);
   std::shared_ptr<SizedExecutable> busy;
   loader_.set_make([&](const Manifest& m) -> StatusOr<std::shared_ptr<Executable>> {
     auto e = std::make_shared<SizedExecutable>(1, m.name == "busy" ? run_gate_ : nullptr);
