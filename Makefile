@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-many-models soak clean
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-many-models bench-extensions soak clean
 
 all: build
 
@@ -91,6 +91,12 @@ bench-many-models: build
 bench-python-native: models
 	/usr/bin/python3 tests/bench/bench_python_native.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/python_native.json
+
+# Triton's extensions against their baselines in the same run: the response cache
+# (resnet18, a repeated request vs a computed one; target <= 0.1x).
+bench-extensions: models
+	/usr/bin/python3 tests/bench/bench_extensions.py --build $(BUILD) \
+	  --repository $(BUILD)/model-repository --out bench-results/extensions.json
 
 # The whole suite in at most 20 minutes on 2 cores: serving (manypy, manypy-torchscript,
 # python-grpc, python-processes; 5 models; concurrency 1-64), memory vs workers, then

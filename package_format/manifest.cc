@@ -167,6 +167,7 @@ std::pair<int, int> MajorMinor(const std::string& v) {
 
 std::string StreamingProblem(const Manifest& m) {
   if (!m.streaming) return "";
+  if (m.response_cache) return "a streaming model's responses cannot be cached (response_cache)";
   if (m.platform != kPythonPlatform) return "only a Python model (platform " + std::string(kPythonPlatform) + ") can stream";
   if (m.batching.dynamic)
     return "a streaming model answers each request on its own: it cannot batch dynamically";
@@ -225,7 +226,7 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
       "schema_version", "name", "version", "platform", "entry_point", "method", "inputs",
       "outputs", "max_batch_size", "batching", "instance_count", "max_queue_size",
       "max_execution_seconds", "default_timeout_microseconds", "device", "description",
-      "streaming"};
+      "streaming", "response_cache"};
   if (m.schema_version >= 2) fields.push_back("packaged_with");
   MANYPY_RETURN_IF_ERROR(f.Only(fields));
   if (m.schema_version >= 2) MANYPY_RETURN_IF_ERROR(ParsePackagedWith(f, &m.packaged_with));
@@ -275,6 +276,7 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
     return f.Error("device", "unknown device '" + m.device + "' (expected cpu, cuda or cuda:N)");
   MANYPY_RETURN_IF_ERROR(f.String("description", false, &m.description));
   MANYPY_RETURN_IF_ERROR(f.Bool("streaming", &m.streaming));
+  MANYPY_RETURN_IF_ERROR(f.Bool("response_cache", &m.response_cache));
   std::string problem = StreamingProblem(m);
   if (!problem.empty()) return f.Error("streaming", problem);
   return m;

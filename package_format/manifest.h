@@ -74,6 +74,9 @@ struct Manifest {
   /// The model's method is a generator (or returns an iterator): each value it
   /// yields is one response (Triton's decoupled transaction policy).
   bool streaming = false;
+  /// The server may answer a request equal to an earlier one from its
+  /// response cache (the model is a pure function of its inputs).
+  bool response_cache = false;
   PackagedWith packaged_with;  ///< required from schema version 2
   bool operator==(const Manifest& o) const;
 };

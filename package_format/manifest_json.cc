@@ -46,6 +46,7 @@ std::string ManifestToJson(const Manifest& m) {
       {"description", m.description}};
   // Written only when set: a reader that predates the field loads the rest.
   if (m.streaming) j["streaming"] = true;
+  if (m.response_cache) j["response_cache"] = true;
   if (m.schema_version >= 2)
     j["packaged_with"] = {{"torch", m.packaged_with.torch},
                           {"python", m.packaged_with.python},
@@ -73,11 +74,11 @@ bool Manifest::operator==(const Manifest& o) const {
   return std::tie(schema_version, name, version, platform, entry_point, method, inputs, outputs,
                   max_batch_size, batching, instance_count, max_queue_size,
                   max_execution_seconds, default_timeout_microseconds, device, description,
-                  streaming, packaged_with) ==
+                  streaming, response_cache, packaged_with) ==
          std::tie(o.schema_version, o.name, o.version, o.platform, o.entry_point, o.method,
                   o.inputs, o.outputs, o.max_batch_size, o.batching, o.instance_count, o.max_queue_size,
                   o.max_execution_seconds, o.default_timeout_microseconds, o.device,
-                  o.description, o.streaming, o.packaged_with);
+                  o.description, o.streaming, o.response_cache, o.packaged_with);
 }
 
 }  // namespace manypy

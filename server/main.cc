@@ -145,10 +145,18 @@ int main(int argc, char** argv) {
   LogMathLibraries((*pool)->size());
 
   Dispatcher dispatcher({(*pool)->size()});
+  // Outlives the model manager (whose models fill it) and the metrics.
+  std::unique_ptr<ResponseCache> response_cache;
+  if (options->response_cache_bytes > 0) {
+    response_cache = std::make_unique<ResponseCache>(options->response_cache_bytes);
+    Log(LogLevel::kInfo, "response cache: " + std::to_string(options->response_cache_bytes) +
+                             " bytes, for models with response_cache");
+  }
   // Metrics: before any model loads; destroyed after the model manager.
   std::unique_ptr<MetricsServer> metrics;
   if (options->metrics) {
-    auto started = MetricsServer::Start({options->metrics_address, options->metrics_port}, &dispatcher);
+    auto started = MetricsServer::Start({options->metrics_address, options->metrics_port},
+                                        &dispatcher, response_cache.get());
     if (!started.ok()) return Fail(started.status().ToString());
     metrics = std::move(*started);
     printf("manypy-server: metrics listening on %s\n", metrics->url().c_str());
@@ -166,6 +174,7 @@ int main(int argc, char** argv) {
   model_options.budget = {options->model_memory_budget_bytes, options->max_loaded_models};
   model_options.serving = options->serving;
   model_options.archive_limits = ArchiveLimits{static_cast<uint64_t>(options->max_archive_bytes)};
+  model_options.response_cache = response_cache.get();
   auto models = ModelManager::Create(pool->get(), &dispatcher, std::move(model_options));
   if (!models.ok()) return Fail(models.status().ToString());
   size_t ready = 0;

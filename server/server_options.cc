@@ -76,6 +76,10 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
     auto bytes = ParseBytes(value);
     if (!bytes.ok()) return InvalidArgument("--model-memory-budget: " + bytes.status().message());
     o->model_memory_budget_bytes = *bytes;
+  } else if (flag == "response-cache-bytes") {
+    auto bytes = ParseBytes(value);
+    if (!bytes.ok()) return InvalidArgument("--response-cache-bytes: " + bytes.status().message());
+    o->response_cache_bytes = *bytes;
   } else if (flag == "max-loaded-models") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 1000000, &n));
     o->max_loaded_models = static_cast<size_t>(n);
@@ -191,6 +195,12 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              (RESOURCE_EXHAUSTED). docs/operations.md sizes it
   --max-loaded-models=N      models loaded at once (default 0: no cap); as the
                              budget
+  --response-cache-bytes=SIZE
+                             the response cache (e.g. 256MiB; default 0: none):
+                             a model with response_cache (its manifest, or
+                             --model-config=NAME:response_cache=true) answers a
+                             request equal to an earlier one from it; least
+                             recently used entries go first (docs/operations.md)
   --max-message-size=BYTES   largest gRPC message sent or received and largest
                              HTTP request body (default 64 MiB); larger requests
                              fail with RESOURCE_EXHAUSTED / HTTP 413
@@ -211,7 +221,8 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              instance_count, max_queue_size,
                              max_execution_seconds, default_timeout_microseconds,
                              warmup_runs, dynamic_batching (true/false),
-                             max_queue_delay_microseconds
+                             max_queue_delay_microseconds, response_cache
+                             (true/false)
   --log-level=LEVEL          error, warning, info (default) or verbose
   --log-format=FORMAT        text (default) or json: one JSON object per line
                              ({"ts", "level", "msg"}) on stderr

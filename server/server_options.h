@@ -24,6 +24,7 @@ struct ServerOptions {
   std::vector<std::string> load_models;
   int64_t model_memory_budget_bytes = 0;  ///< 0: none
   size_t max_loaded_models = 0;           ///< 0: no cap
+  int64_t response_cache_bytes = 0;       ///< 0: no response cache
   int max_message_bytes = 64 << 20;
   int grace_period_seconds = 30;
   std::string log_level = "info";

@@ -59,6 +59,8 @@ void FillModelConfig(const Manifest& m, const ModelSettings& settings,
   c->set_max_batch_size(static_cast<int32_t>(m.max_batch_size));
   // As Triton reports a decoupled model: set for a streaming one.
   if (m.streaming) c->mutable_model_transaction_policy()->set_decoupled(true);
+  // As the model's settings ask (whether the server has a cache is its own flag).
+  if (settings.response_cache) c->mutable_response_cache()->set_enable(true);
   for (const auto& in : m.inputs) {
     auto* i = c->add_input();
     i->set_name(in.name);
@@ -97,9 +99,11 @@ void FillModelStatistics(const Model& model, inference::ModelStatistics* out) {
   SetDuration(s.fail_count, s.fail_ns, is->mutable_fail());
   SetDuration(s.cancel_count, s.cancel_ns, is->mutable_cancel());
   SetDuration(s.queue_count, s.queue_ns, is->mutable_queue());
-  SetDuration(s.success_count, s.compute_input_ns, is->mutable_compute_input());
-  SetDuration(s.success_count, s.compute_infer_ns, is->mutable_compute_infer());
-  SetDuration(s.success_count, s.compute_output_ns, is->mutable_compute_output());
+  SetDuration(s.queue_count, s.compute_input_ns, is->mutable_compute_input());
+  SetDuration(s.queue_count, s.compute_infer_ns, is->mutable_compute_infer());
+  SetDuration(s.queue_count, s.compute_output_ns, is->mutable_compute_output());
+  SetDuration(s.cache_hit_count, s.cache_hit_ns, is->mutable_cache_hit());
+  SetDuration(s.cache_miss_count, s.cache_miss_ns, is->mutable_cache_miss());
   // As Triton's: what the version's load was measured to hold, in host memory.
   auto* memory = out->add_memory_usage();
   memory->set_type("CPU");

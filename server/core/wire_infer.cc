@@ -1,5 +1,6 @@
 #include "server/core/wire_infer.h"
 
+#include "server/inference/cache_key.h"
 #include "server/inference/empty_batch.h"
 #include "server/inference/output_encoder.h"
 #include "server/inference/prepare.h"
@@ -41,6 +42,39 @@ Status StreamTo(const Manifest* m, const inference::ModelInferRequest* wire,
     return stream->send(std::move(response));
   };
   return Status::Ok();
+}
+
+// The response cache for a model that uses it: answers `request` from it
+// (true), or arranges for its answer to be stored when it is encoded. Either
+// way the request's times record the lookup (hit or miss) and its cost.
+bool AnswerFromCache(const Model& model, const inference::ModelInferRequest& wire,
+                     RequestPtr& request) {
+  ResponseCache* cache = model.response_cache();
+  if (cache == nullptr) return false;
+  const Clock::time_point start = Clock::now();
+  CacheKey key = ResponseCacheKey(model.cache_owner(), model.manifest(), *request, wire);
+  std::optional<std::vector<Value>> hit = cache->Find(key);
+  RequestTimes& times = request->times;
+  times.cache_time = Clock::now() - start;
+  if (hit.has_value()) {
+    times.cache = RequestTimes::Cache::kHit;
+    model.Answer(std::move(request), std::move(*hit));
+    return true;
+  }
+  times.cache = RequestTimes::Cache::kMiss;
+  // Stored as the answer is encoded (in Finish, before it is counted), so
+  // the insert's time is the miss's too. A failed request stores nothing.
+  request->encode = [cache, key, &times, encode = std::move(request->encode)](
+                        std::vector<Value>& outputs) {
+    Status status = encode(outputs);
+    if (status.ok()) {
+      const Clock::time_point insert = Clock::now();
+      cache->Insert(key, outputs);
+      times.cache_time += Clock::now() - insert;
+    }
+    return status;
+  };
+  return false;
 }
 
 // One request through its model lookup, which may wait for an on-demand
@@ -90,6 +124,7 @@ void Route(const std::shared_ptr<WireCall>& call, StatusOr<std::shared_ptr<Model
     model->Answer(std::move(call->request), std::move(empty));
     return;
   }
+  if (AnswerFromCache(*model, *wire, call->request)) return;
   call->request = model->Infer(std::move(call->request));
   // A version swapped out (or evicted) between the lookup and the hand-over
   // gives the request back: look again (the new version is serving by then,

@@ -60,15 +60,18 @@ struct FinishTarget {
   InferenceStats* stats;
 };
 
-void Count(InferenceStats& s, const Status& status, const RequestTimes& t) {
+void Count(InferenceStats& s, const Status& status, const InferenceRequest& request) {
+  const RequestTimes& t = request.times;
   if (status.ok()) {
     s.success_count++;
     s.success_ns += Nanos(t.received, t.finished);
-    s.queue_count++;
-    s.queue_ns += Nanos(t.prepared, t.started);
-    s.compute_input_ns += Nanos(t.received, t.prepared);
-    s.compute_infer_ns += Nanos(t.started, t.computed);
-    s.compute_output_ns += Nanos(t.computed, t.finished);
+    if (t.cache != RequestTimes::Cache::kHit) {  // as Triton: a hit is neither queued nor computed
+      s.queue_count++;
+      s.queue_ns += Nanos(t.prepared, t.started);
+      s.compute_input_ns += Nanos(t.received, t.prepared);
+      s.compute_infer_ns += Nanos(t.started, t.computed);
+      s.compute_output_ns += Nanos(t.computed, t.finished);
+    }
     s.last_inference_ms = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(
             std::chrono::system_clock::now().time_since_epoch())
@@ -79,6 +82,14 @@ void Count(InferenceStats& s, const Status& status, const RequestTimes& t) {
   } else {
     s.fail_count++;
     s.fail_ns += Nanos(t.received, t.finished);
+  }
+  const auto cache_ns = static_cast<uint64_t>(t.cache_time.count());
+  if (t.cache == RequestTimes::Cache::kHit) {
+    s.cache_hit_count++;
+    s.cache_hit_ns += cache_ns;
+  } else if (t.cache == RequestTimes::Cache::kMiss) {
+    s.cache_miss_count++;
+    s.cache_miss_ns += cache_ns;
   }
 }
 
@@ -106,7 +117,7 @@ void Finish(const FinishTarget& target, InferenceRequest& request, Status status
   if (status.ok() && outputs != nullptr && request.encode) status = request.encode(*outputs);
   t.finished = Clock::now();
   if (target.stats != nullptr) {
-    Count(*target.stats, status, t);
+    Count(*target.stats, status, request);
     LogOutcome(target, request, status);
   }
   if (InferenceObserver* observer = GetInferenceObserver()) {

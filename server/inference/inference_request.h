@@ -23,6 +23,11 @@ struct RequestTimes {
   Clock::time_point started;   ///< its batch began executing
   Clock::time_point computed;  ///< its batch returned
   Clock::time_point finished;  ///< outputs checked, about to reply
+  /// The response cache's part, for a model that caches: hit (answered from
+  /// it: a success, but neither queued nor computed) or miss, and the time
+  /// its key, lookup and copy out (hit) or insert (miss) took.
+  enum class Cache { kNone, kHit, kMiss } cache = Cache::kNone;
+  std::chrono::nanoseconds cache_time{0};
 };
 
 struct InferenceRequest {

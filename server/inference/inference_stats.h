@@ -23,6 +23,11 @@ struct InferenceStats {
   std::atomic<uint64_t> cancel_count{0}, cancel_ns{0};
   std::atomic<uint64_t> queue_count{0}, queue_ns{0};
   std::atomic<uint64_t> compute_input_ns{0}, compute_infer_ns{0}, compute_output_ns{0};
+  // Response cache lookups (Triton's cache_hit / cache_miss): a hit's time is
+  // its key, lookup and copy out; a miss's its key, lookup and later insert.
+  // A hit is also a success, but no queue, compute, inference or execution.
+  std::atomic<uint64_t> cache_hit_count{0}, cache_hit_ns{0};
+  std::atomic<uint64_t> cache_miss_count{0}, cache_miss_ns{0};
   std::atomic<uint64_t> last_inference_ms{0};  // since the epoch
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "server/inference/dispatcher.h"
+#include "server/inference/response_cache.h"
 #include "server/lifecycle/model_settings.h"
 
 namespace manypy {
@@ -18,14 +19,19 @@ struct LoadTimes {
 
 class Model {
  public:
+  /// `cache`: the server's response cache when this version uses it, else
+  /// null; it must outlive the model.
   Model(std::string path, ModelSettings settings, LoadTimes times, MemoryFootprint memory,
-        std::shared_ptr<DispatchedModel> queue, Dispatcher* dispatcher)
+        std::shared_ptr<DispatchedModel> queue, Dispatcher* dispatcher,
+        ResponseCache* cache = nullptr)
       : path_(std::move(path)),
         settings_(std::move(settings)),
         times_(times),
         memory_(std::move(memory)),
         queue_(std::move(queue)),
-        dispatcher_(dispatcher) {}
+        dispatcher_(dispatcher),
+        cache_(cache),
+        cache_owner_(cache != nullptr ? cache->NewOwner() : 0) {}
 
   const Manifest& manifest() const { return queue_->manifest(); }
   const std::string& name() const { return manifest().name; }
@@ -59,6 +65,16 @@ class Model {
 
   const std::shared_ptr<DispatchedModel>& queue() const { return queue_; }
 
+  /// The response cache this version answers from and fills, or null (its
+  /// settings do not ask for one, or the server has none).
+  ResponseCache* response_cache() const { return cache_; }
+  /// This load's owner id in the cache: a reload of the same version is another.
+  uint64_t cache_owner() const { return cache_owner_; }
+  /// Drops this load's cache entries (it stops serving).
+  void DropCachedResponses() const {
+    if (cache_ != nullptr) cache_->DropOwner(cache_owner_);
+  }
+
  private:
   const std::string path_;
   const ModelSettings settings_;
@@ -66,6 +82,8 @@ class Model {
   const MemoryFootprint memory_;
   const std::shared_ptr<DispatchedModel> queue_;
   Dispatcher* const dispatcher_;
+  ResponseCache* const cache_;
+  const uint64_t cache_owner_;
 };
 
 }  // namespace manypy

@@ -311,8 +311,13 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
     MemoryFootprint memory = executable->Memory();
     observer->OnModelMemory(m.name, m.version, memory.shared_bytes, memory.slot_total());
   }
+  ResponseCache* cache = settings->response_cache ? options_.response_cache : nullptr;
+  if (settings->response_cache && cache == nullptr) {
+    Log(LogLevel::kWarning, "model " + m.name + " asks for the response cache, but the server "
+                            "has none (--response-cache-bytes): its responses are not cached");
+  }
   return std::make_shared<Model>(entry.path, std::move(*settings), times, executable->Memory(),
-                                 std::move(queue), dispatcher_);
+                                 std::move(queue), dispatcher_, cache);
 }
 
 Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
@@ -378,6 +383,8 @@ void ModelManager::Retire(const VersionPtr& version) {
   if (InferenceObserver* observer = GetInferenceObserver()) {
     observer->OnModelRetired(model->name(), model->version());
   }
+  // Its cached answers go now; the requests it still runs store none.
+  model->DropCachedResponses();
   retiring_.push_back(version);
   // Called under the dispatcher's lock as the version leaves: only hands the
   // unload on (the lock order is this mu_ before the dispatcher's, so no

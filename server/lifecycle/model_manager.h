@@ -74,6 +74,9 @@ class ModelManager {
     BudgetLimits budget;
     ServingDefaults serving;                  ///< queue, execution and warm-up settings
     ArchiveLimits archive_limits;             ///< archives over them are refused at load
+    /// The server's response cache (--response-cache-bytes), for the models
+    /// whose settings ask for it; null: none. Must outlive the manager.
+    ResponseCache* response_cache = nullptr;
     /// Turns one archive into what the dispatcher runs and fills `manifest`
     /// (validated). Called on the loading thread, never under the manager's
     /// locks. Empty: PythonModel::Load into the pool. Tests inject fakes here.

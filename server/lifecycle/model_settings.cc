@@ -13,6 +13,7 @@ const char* const kKeys[] = {"instance_count",
                              "warmup_runs",
                              "dynamic_batching",
                              "max_queue_delay_microseconds",
+                             "response_cache",
                              nullptr};
 
 bool ParseInt(const std::string& text, int64_t* out) {
@@ -37,9 +38,9 @@ Status CheckModelSetting(const std::string& key, const std::string& value) {
     return InvalidArgument("unknown model setting '" + key + "' (known: " + keys + ")");
   }
   int64_t n;
-  if (key == "dynamic_batching") {
+  if (key == "dynamic_batching" || key == "response_cache") {
     if (value != "true" && value != "false") {
-      return InvalidArgument("model setting dynamic_batching must be true or false, got '" + value + "'");
+      return InvalidArgument("model setting " + key + " must be true or false, got '" + value + "'");
     }
   } else if (!ParseInt(value, &n)) {
     return InvalidArgument("model setting " + key + " must be an integer >= 0, got '" + value + "'");
@@ -56,6 +57,7 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
   int64_t timeout = m.default_timeout_microseconds;
   s.warmup_runs = defaults.warmup_runs;
   s.batching = m.batching;
+  s.response_cache = m.response_cache;
   auto it = defaults.overrides.find(m.name);
   if (it != defaults.overrides.end()) {
     for (const auto& [key, value] : it->second) {
@@ -69,6 +71,7 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
       else if (key == "warmup_runs") s.warmup_runs = n;
       else if (key == "max_queue_delay_microseconds") s.batching.max_queue_delay_microseconds = n;
       else if (key == "dynamic_batching") s.batching.dynamic = value == "true";
+      else if (key == "response_cache") s.response_cache = value == "true";
     }
   }
   if (std::string problem = DynamicBatchingProblem(s.batching.dynamic, m.max_batch_size);
@@ -79,6 +82,10 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
     return InvalidArgument("model '" + m.name +
                            "' streams its responses: it cannot batch dynamically "
                            "(dynamic_batching=true)");
+  }
+  if (m.streaming && s.response_cache) {
+    return InvalidArgument("model '" + m.name +
+                           "' streams its responses: they cannot be cached (response_cache=true)");
   }
   if (queue < 1) return InvalidArgument("model '" + m.name + "': max_queue_size must be >= 1");
   s.instance_count = instances == 0 ? interpreters

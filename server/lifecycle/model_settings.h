@@ -27,6 +27,9 @@ struct ModelSettings {
   std::chrono::microseconds default_timeout{0};  ///< zero: none
   int64_t warmup_runs = 1;
   BatchingSpec batching;  ///< `batching.dynamic`: whether requests are joined
+  /// Answers repeated requests from the server's response cache (never for a
+  /// streaming model).
+  bool response_cache = false;
 };
 
 /// The settings --model-config accepts.

@@ -73,7 +73,8 @@ std::string Response(const char* status, const char* type, const std::string& bo
 }  // namespace
 
 StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const Options& options,
-                                                              const Dispatcher* dispatcher) {
+                                                              const Dispatcher* dispatcher,
+                                                              const ResponseCache* response_cache) {
   std::unique_ptr<MetricsServer> server(new MetricsServer());
   server->address_ = options.address;
   std::string error;
@@ -84,7 +85,7 @@ StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const Options& opt
   }
   server->port_ = BoundPort(server->listen_fd_);
   server->registry_ = std::make_shared<prometheus::Registry>();
-  server->collector_ = std::make_shared<ScrapeCollector>(dispatcher);
+  server->collector_ = std::make_shared<ScrapeCollector>(dispatcher, response_cache);
   server->observer_ = std::make_unique<PrometheusObserver>(server->registry_.get(),
                                                            dispatcher->slots());
   SetInferenceObserver(server->observer_.get());

@@ -19,6 +19,7 @@ namespace manypy {
 
 class PrometheusObserver;
 class ScrapeCollector;
+class ResponseCache;
 
 class MetricsServer {
  public:
@@ -28,10 +29,12 @@ class MetricsServer {
   };
 
   /// Listens, registers every metric family and installs the observer.
-  /// UNAVAILABLE when the address cannot be bound. `dispatcher` must outlive
-  /// the server; create it before any model loads.
+  /// UNAVAILABLE when the address cannot be bound. `dispatcher` (and
+  /// `response_cache`, null when the server has none) must outlive the
+  /// server; create it before any model loads.
   static StatusOr<std::unique_ptr<MetricsServer>> Start(const Options& options,
-                                                        const Dispatcher* dispatcher);
+                                                        const Dispatcher* dispatcher,
+                                                        const ResponseCache* response_cache = nullptr);
   /// Stops serving and uninstalls the observer; call when no request runs any more.
   ~MetricsServer();
 

@@ -54,6 +54,13 @@ struct PrometheusObserver::ModelMetrics {
   prometheus::Histogram* queue_duration = nullptr;
   prometheus::Histogram* compute_duration = nullptr;
   prometheus::Histogram* batch_size = nullptr;
+  // Response cache series: added at the version's first lookup, so a model
+  // without the cache has none.
+  std::once_flag cache_once;
+  prometheus::Counter* cache_hits = nullptr;
+  prometheus::Counter* cache_misses = nullptr;
+  prometheus::Counter* cache_hit_seconds = nullptr;
+  prometheus::Counter* cache_miss_seconds = nullptr;
 };
 
 const char* PrometheusObserver::Outcome(const Status& status) {
@@ -129,7 +136,23 @@ PrometheusObserver::PrometheusObserver(prometheus::Registry* registry, size_t in
       evicted_bytes_(prometheus::BuildCounter()
                          .Name("manypy_model_evicted_bytes_total")
                          .Help("Memory (as measured at load) freed by evictions")
-                         .Register(*registry)) {
+                         .Register(*registry)),
+      cache_hits_(prometheus::BuildCounter()
+                      .Name("manypy_cache_hits_total")
+                      .Help("Requests answered from the response cache")
+                      .Register(*registry)),
+      cache_misses_(prometheus::BuildCounter()
+                        .Name("manypy_cache_misses_total")
+                        .Help("Requests of a caching model not found in the response cache")
+                        .Register(*registry)),
+      cache_hit_seconds_(prometheus::BuildCounter()
+                             .Name("manypy_cache_hit_duration_seconds_total")
+                             .Help("Time hits spent on their key, lookup and copy out")
+                             .Register(*registry)),
+      cache_miss_seconds_(prometheus::BuildCounter()
+                              .Name("manypy_cache_miss_duration_seconds_total")
+                              .Help("Time misses spent on their key, lookup and insert")
+                              .Register(*registry)) {
   auto& in_flight = prometheus::BuildGauge()
                         .Name("manypy_interpreter_in_flight_executions")
                         .Help("Model calls running on the interpreter now (0 or 1)")
@@ -184,6 +207,18 @@ void PrometheusObserver::OnRequestFinished(const std::string& name, int64_t vers
   ModelMetrics& m = For(version > 0 ? name : unknown_models_.Bound(name), version);
   m.requests[OutcomeIndex(status)]->Increment();
   // A request whose client left was never answered: its time is not a latency.
+  if (version > 0 && times.cache != RequestTimes::Cache::kNone) {
+    std::call_once(m.cache_once, [&] {
+      m.cache_hits = &cache_hits_.Add(m.labels);
+      m.cache_misses = &cache_misses_.Add(m.labels);
+      m.cache_hit_seconds = &cache_hit_seconds_.Add(m.labels);
+      m.cache_miss_seconds = &cache_miss_seconds_.Add(m.labels);
+    });
+    const double seconds = std::chrono::duration<double>(times.cache_time).count();
+    const bool hit = times.cache == RequestTimes::Cache::kHit;
+    (hit ? m.cache_hits : m.cache_misses)->Increment();
+    (hit ? m.cache_hit_seconds : m.cache_miss_seconds)->Increment(seconds);
+  }
   if (version <= 0 || status.code() == StatusCode::kCancelled) return;
   m.request_duration->Observe(Seconds(times.received, times.finished));
   if (times.started != Clock::time_point{}) {

@@ -67,6 +67,10 @@ class PrometheusObserver final : public InferenceObserver {
   prometheus::Family<prometheus::Counter>& cold_loads_;
   prometheus::Family<prometheus::Counter>& evictions_;
   prometheus::Family<prometheus::Counter>& evicted_bytes_;
+  prometheus::Family<prometheus::Counter>& cache_hits_;
+  prometheus::Family<prometheus::Counter>& cache_misses_;
+  prometheus::Family<prometheus::Counter>& cache_hit_seconds_;
+  prometheus::Family<prometheus::Counter>& cache_miss_seconds_;
   std::vector<prometheus::Gauge*> slot_in_flight_;   // per interpreter; constant after construction
   std::vector<prometheus::Counter*> slot_busy_;      // per interpreter; constant after construction
 

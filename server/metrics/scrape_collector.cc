@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #ifndef MANYPY_VERSION
 #define MANYPY_VERSION "unknown"
@@ -105,6 +106,26 @@ void AddProcess(std::vector<MetricFamily>* out) {
   }
 }
 
+// The server's response cache as a whole (its hits and misses are per model,
+// counted as requests finish: prometheus_observer.cc).
+void AddResponseCache(const ResponseCache& cache, std::vector<MetricFamily>* out) {
+  const ResponseCache::Totals t = cache.totals();
+  for (auto [name, help, type, value] :
+       {std::tuple{"manypy_cache_capacity_bytes", "Size of the response cache (--response-cache-bytes)",
+                   MetricType::Gauge, static_cast<double>(t.capacity_bytes)},
+        std::tuple{"manypy_cache_bytes", "Bytes the response cache holds now", MetricType::Gauge,
+                   static_cast<double>(t.bytes)},
+        std::tuple{"manypy_cache_entries", "Responses the response cache holds now",
+                   MetricType::Gauge, static_cast<double>(t.entries)},
+        std::tuple{"manypy_cache_evictions_total",
+                   "Responses evicted (least recently used) to make room", MetricType::Counter,
+                   static_cast<double>(t.evictions)}}) {
+    auto f = Family(name, help, type);
+    AddValue(&f, value);
+    out->push_back(std::move(f));
+  }
+}
+
 }  // namespace
 
 std::vector<MetricFamily> ScrapeCollector::Collect() const {
@@ -131,6 +152,7 @@ std::vector<MetricFamily> ScrapeCollector::Collect() const {
             {"python", MANYPY_PYTHON_VERSION},
             {"version", MANYPY_VERSION}});
   out.push_back(std::move(build));
+  if (response_cache_ != nullptr) AddResponseCache(*response_cache_, &out);
   AddProcess(&out);
   return out;
 }

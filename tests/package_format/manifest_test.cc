@@ -333,6 +333,15 @@ TEST(ManifestTest, RejectsEveryRuleBrokenOnce) {
       {"streaming with dynamic batching", set("streaming", true),
        "manifest field 'streaming': a streaming model answers each request on its own: it "
        "cannot batch dynamically"},
+      {"response_cache string", set("response_cache", "yes"),
+       "manifest field 'response_cache': expected a boolean, got a string"},
+      {"streaming with response_cache",
+       [](json& j) {
+         j["batching"]["dynamic"] = false;
+         j["streaming"] = true;
+         j["response_cache"] = true;
+       },
+       "manifest field 'streaming': a streaming model's responses cannot be cached (response_cache)"},
       {"preferred 0", [](json& j) { j["batching"]["preferred_batch_sizes"] = {0}; },
        "manifest field 'batching.preferred_batch_sizes[0]': 0 is not an integer in "
        "1..max_batch_size (8)"},

@@ -101,7 +101,8 @@ def cmd_create(args):
         instance_count=args.instance_count, device=args.device,
         description=args.description, intern=args.intern or None,
         extern=args.extern or None, method=args.method,
-        dynamic_dims=_dynamic_dims(args.dynamic_dim) or None)
+        dynamic_dims=_dynamic_dims(args.dynamic_dim) or None,
+        response_cache=args.response_cache)
     example = None
     if outputs is None or args.check:
         example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
@@ -345,6 +346,10 @@ def build_parser():
                    metavar="N", help="batch sizes the batcher aims for")
     c.add_argument("--max-queue-delay-us", type=int, metavar="US",
                    help="longest a request waits for a batch to fill")
+    c.add_argument("--response-cache", action="store_true",
+                   help="let a server with a response cache (--response-cache-bytes) answer "
+                        "repeated requests from it: only for a model whose outputs depend on "
+                        "its inputs alone")
     c.add_argument("--instance-count", type=int, default=0, metavar="K",
                    help="model instances; 0 (default) = one per interpreter")
     c.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")

@@ -40,6 +40,7 @@ _TOP_LEVEL_FIELDS = {
     "max_queue_size": False, "max_execution_seconds": False,
     "default_timeout_microseconds": False,
     "device": False, "description": False, "packaged_with": False, "streaming": False,
+    "response_cache": False,
 }  # field -> required (packaged_with: required from schema version 2)
 _PACKAGED_WITH_FIELDS = ("torch", "python", "manypy")
 _VERSION_RE = re.compile(r"^[0-9][A-Za-z0-9.+_-]{0,63}$")
@@ -274,7 +275,18 @@ def validate_manifest(manifest):
         _check_string(manifest["description"], "description")
     if "streaming" in manifest:
         _validate_streaming(manifest)
+    if "response_cache" in manifest:
+        _validate_response_cache(manifest)
     return manifest
+
+
+def _validate_response_cache(manifest):
+    """SCHEMA.md's `response_cache`: a bool, never with `streaming`."""
+    cache = manifest["response_cache"]
+    if not isinstance(cache, bool):
+        _fail("response_cache", f"must be true or false, got {cache!r}")
+    if cache and manifest.get("streaming", False):
+        _fail("streaming", "a streaming model's responses cannot be cached (response_cache)")
 
 
 def _validate_streaming(manifest):
@@ -319,7 +331,7 @@ def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0
                    batching=None, instance_count=0, device="cpu", description="",
                    method=None, max_queue_size=0, max_execution_seconds=0,
                    default_timeout_microseconds=0, platform=PLATFORM, packaged_with=None,
-                   streaming=False):
+                   streaming=False, response_cache=False):
     """Returns a validated manifest dict. inputs/outputs take dicts or
     (name, datatype, shape) tuples. packaged_with defaults to this Python's
     packaging_versions()."""
@@ -349,6 +361,8 @@ def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0
     manifest["description"] = description
     if streaming:  # written only when set, as above
         manifest["streaming"] = True
+    if response_cache:
+        manifest["response_cache"] = True
     manifest["packaged_with"] = dict(packaged_with or packaging_versions())
     return validate_manifest(manifest)
 

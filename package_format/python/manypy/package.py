@@ -96,7 +96,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
            example_inputs=None, max_batch_size=0, batching=None,
            instance_count=0, device="cpu", description="", intern=None,
            extern=None, method=None, modules=None, more_example_inputs=None,
-           dynamic_dims=None, streaming=None, load_check=True):
+           dynamic_dims=None, streaming=None, load_check=True, response_cache=False):
     """Writes ``model`` to the archive ``path`` with entry point kind "pickle".
 
     name defaults to the file name without extension. inputs/outputs are
@@ -127,6 +127,9 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
     whether the method yields its responses (SCHEMA.md): it is detected when
     the method is a generator function or returns an iterator for the
     examples, whose yielded values then give the outputs' signature.
+    response_cache lets a server started with --response-cache-bytes answer
+    a request equal to an earlier one from its cache (SCHEMA.md): only for a
+    model whose outputs depend on nothing but its inputs.
     load_check (default) then loads the archive in a fresh server Python as
     the server does, warms it up, runs the examples and compares their
     outputs with the eager model's (load_check.py); an archive that fails is
@@ -143,7 +146,8 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
         name, version, {"kind": "pickle", "package": PICKLE_PACKAGE, "resource": PICKLE_RESOURCE},
         inputs, outputs, max_batch_size=max_batch_size, batching=batching,
         instance_count=instance_count, device=device, description=description,
-        method=method, streaming=_streaming(model, method, streamed, streaming))
+        method=method, streaming=_streaming(model, method, streamed, streaming),
+        response_cache=response_cache)
     _warn_if_not_servable(model)
     module_names = [_module_name(m) for m in (modules or [])]
 
@@ -182,7 +186,7 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
                    example_inputs=None, max_batch_size=0, batching=None,
                    instance_count=0, device="cpu", description="", intern=None,
                    extern=None, method=None, check_weights=True, more_example_inputs=None,
-                   dynamic_dims=None, streaming=None, load_check=True):
+                   dynamic_dims=None, streaming=None, load_check=True, response_cache=False):
     """Writes an archive with entry point kind "factory": the server imports
     the interned module and calls ``factory()`` (no arguments) to build the
     model. module_file_or_name is a path to a .py file or an importable
@@ -226,7 +230,8 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
         name, version, entry, inputs, outputs, max_batch_size=max_batch_size,
         batching=batching, instance_count=instance_count, device=device,
         description=description, method=method,
-        streaming=_streaming(model, method, streamed, streaming))
+        streaming=_streaming(model, method, streamed, streaming),
+        response_cache=response_cache)
 
     def write(exporter):
         exporter.save_text(_manifest.MANIFEST_PACKAGE, _manifest.MANIFEST_RESOURCE,

@@ -51,7 +51,7 @@ def compile_model(model, mode="script", example_inputs=None):
 
 def export(model, path, name=None, version=1, inputs=None, outputs=None, example_inputs=None,
            mode="script", max_batch_size=0, batching=None, instance_count=0, device="cpu",
-           description="", method=None, dynamic_dims=None):
+           description="", method=None, dynamic_dims=None, response_cache=False):
     """Writes ``model`` (an nn.Module, compiled per ``mode``, or a ScriptModule)
     to the archive ``path`` for platform "torchscript". The signature comes
     from inputs/outputs, example_inputs and dynamic_dims as in
@@ -72,7 +72,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None, example
         {"kind": "torchscript", "package": TORCHSCRIPT_PACKAGE, "resource": TORCHSCRIPT_RESOURCE},
         inputs, outputs, max_batch_size=max_batch_size, batching=batching,
         instance_count=instance_count, device=device, description=description, method=method,
-        platform=_manifest.TORCHSCRIPT_PLATFORM)
+        platform=_manifest.TORCHSCRIPT_PLATFORM, response_cache=response_cache)
     buffer = io.BytesIO()
     torch.jit.save(scripted, buffer)
 

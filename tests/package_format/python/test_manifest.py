@@ -142,6 +142,14 @@ class ManifestTest(unittest.TestCase):
         self.bad("batching.max_queue_delay_microseconds",
                  lambda m: m["batching"].update(max_queue_delay_microseconds=-5))
 
+    def test_response_cache(self):
+        io = ({"kind": "pickle"}, [("X", "FP32", [4])], [("Y", "FP32", [4])])
+        self.assertNotIn("response_cache", M.build_manifest("net", 1, *io))  # only when set
+        self.assertTrue(M.build_manifest("net", 1, *io, response_cache=True)["response_cache"])
+        self.bad("response_cache", lambda m: m.update(response_cache="yes"))
+        with self.assertRaisesRegex(ValueError, r"^streaming: .*cannot be cached"):
+            M.build_manifest("net", 1, *io, streaming=True, response_cache=True)
+
     def test_build_manifest_accepts_tuples_and_names_bad_specs(self):
         m = M.build_manifest("net", 2, {"kind": "pickle"}, [("X", "fp32", (4,))],
                              [{"name": "Y", "datatype": "INT64", "shape": []}], max_batch_size=4,
