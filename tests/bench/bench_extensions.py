@@ -55,7 +55,10 @@ def run_cache(args):
         rng = np.random.default_rng(1)
         same = rng.standard_normal((1, 3, 224, 224), dtype=np.float32)
         expected = client.infer("resnet18", {"INPUT__0": same}).as_numpy("OUTPUT__0")
-        fresh = iter(lambda: rng.standard_normal((1, 3, 224, 224), dtype=np.float32), None)
+        def images():  # a new image every call: never in the cache
+            while True:
+                yield rng.standard_normal((1, 3, 224, 224), dtype=np.float32)
+        fresh = images()
         # Warm-up: both paths, the allocator and the connection.
         for _ in range(5):
             client.infer("resnet18", {"INPUT__0": next(fresh)})
