@@ -44,7 +44,8 @@ class ResponseCacheTest : public ServerTest {
 };
 
 TEST_F(ResponseCacheTest, ARepeatedRequestIsAnsweredFromTheCacheOverBothProtocols) {
-  StartServer({"--response-cache-bytes=1MiB", "--model-config=two_io:response_cache=true"});
+  StartServer({"--response-cache-bytes=1MiB", "--model-config=two_io:response_cache=true",
+               "--model-control-mode=explicit", "--load-model=two_io"});
   ModelInferResponse computed, cached, typed;
   ASSERT_TRUE(Infer(TwoIoRequest(true), &computed).ok());
   ASSERT_TRUE(Infer(TwoIoRequest(true), &cached).ok());
@@ -136,7 +137,8 @@ TEST_F(ResponseCacheTest, AStreamingModelIsRefusedTheCache) {
 }
 
 TEST_F(ResponseCacheTest, AModelWithoutTheSettingNeverReachesTheCache) {
-  StartServer({"--response-cache-bytes=1MiB"});
+  StartServer({"--response-cache-bytes=1MiB", "--model-control-mode=explicit",
+               "--load-model=two_io"});
   ModelInferResponse first, second;
   ASSERT_TRUE(Infer(TwoIoRequest(true), &first).ok());
   ASSERT_TRUE(Infer(TwoIoRequest(true), &second).ok());
