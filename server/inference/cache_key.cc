@@ -25,6 +25,7 @@ class Digest {
   }
   void Text(const std::string& s) { Bytes(s.data(), s.size()); }
   void Int(int64_t v) { Raw(&v, sizeof(v)); }
+  void Double(double v) { Raw(&v, sizeof(v)); }
   void Raw(const void* data, size_t n) {
     if (n > 0) EVP_DigestUpdate(ctx_.get(), data, n);
   }
@@ -76,11 +77,9 @@ void AddValue(Digest& d, const Value& v) {
     case Value::Kind::kInt:
       d.Int(v.to_int());
       break;
-    case Value::Kind::kFloat: {
-      double x = v.to_double();
-      d.Raw(&x, sizeof(x));
+    case Value::Kind::kFloat:
+      d.Double(v.to_double());
       break;
-    }
     case Value::Kind::kNone:
       break;
   }
@@ -102,11 +101,7 @@ void AddParameters(Digest& d,
       case inference::InferParameter::kBoolParam: d.Int(value.bool_param()); break;
       case inference::InferParameter::kInt64Param: d.Int(value.int64_param()); break;
       case inference::InferParameter::kStringParam: d.Text(value.string_param()); break;
-      case inference::InferParameter::kDoubleParam: {
-        double x = value.double_param();
-        d.Raw(&x, sizeof(x));
-        break;
-      }
+      case inference::InferParameter::kDoubleParam: d.Double(value.double_param()); break;
       case inference::InferParameter::kUint64Param: d.Int(static_cast<int64_t>(value.uint64_param())); break;
       default: break;
     }

@@ -110,10 +110,7 @@ bool ResponseCache::Insert(const CacheKey& key, const std::vector<Value>& output
   }
   lru_.push_front(std::move(entry));
   index_.emplace(key, lru_.begin());
-  ++owner_entries_[key.owner];
   totals_.bytes += bytes;
-  ++totals_.entries;
-  ++totals_.inserts;
   return true;
 }
 
@@ -123,27 +120,21 @@ void ResponseCache::DropOwner(uint64_t owner) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     dropped_.insert(owner);
-    if (owner_entries_.count(owner) == 0) return;
     for (auto it = lru_.begin(); it != lru_.end();) {
       auto next = std::next(it);
       if (it->key.owner == owner) {
         index_.erase(it->key);
         totals_.bytes -= it->bytes;
-        --totals_.entries;
         dropped.splice(dropped.end(), lru_, it);
       }
       it = next;
     }
-    owner_entries_.erase(owner);
   }
 }
 
 void ResponseCache::EraseLocked(Lru::iterator it) {
   index_.erase(it->key);
   totals_.bytes -= it->bytes;
-  --totals_.entries;
-  auto owner = owner_entries_.find(it->key.owner);
-  if (owner != owner_entries_.end() && --owner->second == 0) owner_entries_.erase(owner);
   lru_.erase(it);
 }
 
@@ -151,6 +142,7 @@ ResponseCache::Totals ResponseCache::totals() const {
   std::lock_guard<std::mutex> lock(mu_);
   Totals t = totals_;
   t.capacity_bytes = capacity_;
+  t.entries = index_.size();
   return t;
 }
 

@@ -55,7 +55,7 @@ class ResponseCache {
     int64_t bytes = 0;      ///< held now
     uint64_t entries = 0;   ///< held now
     uint64_t evictions = 0; ///< entries evicted to make room, since start
-    uint64_t hits = 0, misses = 0, inserts = 0;
+    uint64_t hits = 0, misses = 0;
   };
   Totals totals() const;
 
@@ -80,7 +80,6 @@ class ResponseCache {
   mutable std::mutex mu_;
   Lru lru_;                                                          // guarded by mu_
   std::unordered_map<CacheKey, Lru::iterator, KeyHash> index_;       // guarded by mu_
-  std::unordered_map<uint64_t, uint64_t> owner_entries_;             // guarded by mu_
   uint64_t next_owner_ = 1;                                          // guarded by mu_
   // Owners dropped (one per replaced or unloaded version: few).
   std::unordered_set<uint64_t> dropped_;                             // guarded by mu_

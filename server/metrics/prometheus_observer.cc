@@ -206,7 +206,6 @@ void PrometheusObserver::OnRequestFinished(const std::string& name, int64_t vers
                                            const RequestTimes& times, int64_t) {
   ModelMetrics& m = For(version > 0 ? name : unknown_models_.Bound(name), version);
   m.requests[OutcomeIndex(status)]->Increment();
-  // A request whose client left was never answered: its time is not a latency.
   if (version > 0 && times.cache != RequestTimes::Cache::kNone) {
     std::call_once(m.cache_once, [&] {
       m.cache_hits = &cache_hits_.Add(m.labels);
@@ -219,6 +218,7 @@ void PrometheusObserver::OnRequestFinished(const std::string& name, int64_t vers
     (hit ? m.cache_hits : m.cache_misses)->Increment();
     (hit ? m.cache_hit_seconds : m.cache_miss_seconds)->Increment(seconds);
   }
+  // A request whose client left was never answered: its time is not a latency.
   if (version <= 0 || status.code() == StatusCode::kCancelled) return;
   m.request_duration->Observe(Seconds(times.received, times.finished));
   if (times.started != Clock::time_point{}) {
