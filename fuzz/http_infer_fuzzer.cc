@@ -63,6 +63,9 @@ void EchoResponse(const HttpInferRequest& request) {
 
 }  // namespace
 
+// No region is registered: a request naming one is refused as a client error.
+const manypy::SharedMemoryRegions kNoRegions;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<size_t> json_length;
   std::string_view body;
@@ -86,7 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Manifest manifest = fuzz::ManifestForRequest(request.wire);
   InferenceRequest prepared;
   Status p = PrepareRequest(request.wire, manifest, std::chrono::microseconds(0),
-                            Clock::time_point::max(), &prepared);
+                            Clock::time_point::max(), &kNoRegions, &prepared);
   if (p.ok()) {
     fuzz::CheckPrepared(request.wire, manifest, prepared);
   } else {

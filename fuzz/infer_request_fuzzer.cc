@@ -19,6 +19,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
+// No region is registered: a request naming one is refused as a client error.
+const manypy::SharedMemoryRegions kNoRegions;
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace manypy;
   inference::ModelInferRequest request;
@@ -26,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Manifest manifest = fuzz::ManifestForRequest(request);
   InferenceRequest prepared;
   Status s = PrepareRequest(request, manifest, std::chrono::microseconds(0),
-                            Clock::time_point::max(), &prepared);
+                            Clock::time_point::max(), &kNoRegions, &prepared);
   if (s.ok()) {
     fuzz::CheckPrepared(request, manifest, prepared);
   } else {

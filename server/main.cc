@@ -189,7 +189,14 @@ int main(int argc, char** argv) {
 
   PythonServices python_services(models->get(), &dispatcher);
   InferenceServer core(models->get(), &dispatcher,
-                       {options->explicit_model_control || options->on_demand, *tokens});
+                       {options->explicit_model_control || options->on_demand, *tokens,
+                        {options->allow_client_shm, options->allow_client_shm_remote}});
+  if (options->allow_client_shm) {
+    Log(LogLevel::kInfo, std::string("client system shared memory allowed, ") +
+                             (options->allow_client_shm_remote
+                                  ? "over any connection"
+                                  : "over plain connections from this host"));
+  }
   GrpcFrontend frontend(&core);
   grpc::EnableDefaultHealthCheckService(true);
   // grpc 1.51 cannot bound its connections: the port is bound here, and its

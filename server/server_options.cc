@@ -80,6 +80,11 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
     auto bytes = ParseBytes(value);
     if (!bytes.ok()) return InvalidArgument("--response-cache-bytes: " + bytes.status().message());
     o->response_cache_bytes = *bytes;
+  } else if (flag == "allow-client-shm" || flag == "allow-client-shm-remote") {
+    if (value != "true" && value != "false") {
+      return InvalidArgument("--" + flag + " is true or false, got '" + value + "'");
+    }
+    (flag == "allow-client-shm" ? o->allow_client_shm : o->allow_client_shm_remote) = value == "true";
   } else if (flag == "max-loaded-models") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 1000000, &n));
     o->max_loaded_models = static_cast<size_t>(n);
@@ -201,6 +206,13 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              --model-config=NAME:response_cache=true) answers a
                              request equal to an earlier one from it; least
                              recently used entries go first (docs/operations.md)
+  --allow-client-shm[=BOOL]  clients may register system shared-memory regions
+                             and pass tensors through them (Triton's extension;
+                             default false), over plain connections from this
+                             host only
+  --allow-client-shm-remote[=BOOL]
+                             ... and over TLS or from other hosts too (default
+                             false; docs/operations.md says why not)
   --max-message-size=BYTES   largest gRPC message sent or received and largest
                              HTTP request body (default 64 MiB); larger requests
                              fail with RESOURCE_EXHAUSTED / HTTP 413
@@ -286,6 +298,10 @@ StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv, bool* help) {
     }
     if (arg == "--no-http") {  // without a value, like --no-metrics
       o.http = false;
+      continue;
+    }
+    if (arg == "--allow-client-shm" || arg == "--allow-client-shm-remote") {  // = true
+      (arg == "--allow-client-shm" ? o.allow_client_shm : o.allow_client_shm_remote) = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) return InvalidArgument("unexpected argument '" + arg + "' (see --help)");

@@ -25,6 +25,8 @@ struct ServerOptions {
   int64_t model_memory_budget_bytes = 0;  ///< 0: none
   size_t max_loaded_models = 0;           ///< 0: no cap
   int64_t response_cache_bytes = 0;       ///< 0: no response cache
+  bool allow_client_shm = false;          ///< clients may use system shared memory
+  bool allow_client_shm_remote = false;   ///< ... over TLS or from another host too
   int max_message_bytes = 64 << 20;
   int grace_period_seconds = 30;
   std::string log_level = "info";

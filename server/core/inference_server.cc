@@ -2,6 +2,7 @@
 
 #include "server/core/load_request.h"
 #include "server/core/protocol_metadata.h"
+#include "server/inference/cuda_support.h"
 
 namespace manypy {
 
@@ -76,6 +77,61 @@ Status InferenceServer::ModelStatistics(const std::string& name, const std::stri
 void InferenceServer::RepositoryIndex(bool ready_only,
                                       inference::RepositoryIndexResponse* response) const {
   FillRepositoryIndex(*models_, ready_only, response);
+}
+
+Status InferenceServer::SystemSharedMemoryStatus(
+    const WireConnection& connection, const std::string& name,
+    inference::SystemSharedMemoryStatusResponse* response) const {
+  MANYPY_RETURN_IF_ERROR(shared_memory_.Allowed(connection));
+  auto regions = shared_memory_.regions().List(name);
+  if (!regions.ok()) return regions.status();
+  for (const auto& r : *regions) {
+    auto& status = (*response->mutable_regions())[r.name];
+    status.set_name(r.name);
+    status.set_key(r.key);
+    status.set_offset(r.offset);
+    status.set_byte_size(r.byte_size);
+  }
+  return Status::Ok();
+}
+
+Status InferenceServer::SystemSharedMemoryRegister(
+    const WireConnection& connection, const inference::SystemSharedMemoryRegisterRequest& request) {
+  MANYPY_RETURN_IF_ERROR(shared_memory_.Allowed(connection));
+  return shared_memory_.regions().Register(request.name(), request.key(), request.offset(),
+                                           request.byte_size());
+}
+
+Status InferenceServer::SystemSharedMemoryUnregister(const WireConnection& connection,
+                                                     const std::string& name) {
+  MANYPY_RETURN_IF_ERROR(shared_memory_.Allowed(connection));
+  shared_memory_.regions().Unregister(name);
+  return Status::Ok();
+}
+
+Status InferenceServer::CudaSharedMemoryStatus(
+    const WireConnection& connection, const std::string& name,
+    inference::CudaSharedMemoryStatusResponse*) const {
+  MANYPY_RETURN_IF_ERROR(shared_memory_.Allowed(connection));
+  if (!name.empty()) return NotFound("no CUDA shared memory region named '" + name + "' is registered");
+  return Status::Ok();  // none ever is
+}
+
+Status InferenceServer::CudaSharedMemoryRegister(
+    const WireConnection& connection, const inference::CudaSharedMemoryRegisterRequest& request) const {
+  MANYPY_RETURN_IF_ERROR(shared_memory_.Allowed(connection));
+  const std::string region = "CUDA shared memory region '" + request.name() + "' refused: ";
+  if (!LibtorchHasCuda()) {
+    return FailedPrecondition(region + "this server's libtorch is CPU-only (no CUDA device to map "
+                              "it on); send tensors through system shared memory instead");
+  }
+  return FailedPrecondition(region + "manypy maps system shared memory only; send tensors "
+                            "through system shared memory instead");
+}
+
+Status InferenceServer::CudaSharedMemoryUnregister(const WireConnection& connection,
+                                                   const std::string&) const {
+  return shared_memory_.Allowed(connection);  // nothing is registered: nothing to do
 }
 
 }  // namespace manypy

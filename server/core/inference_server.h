@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "proto/grpc_service.pb.h"
 #include "server/auth/access_tokens.h"
+#include "server/core/client_shared_memory.h"
 #include "server/core/wire_infer.h"
 #include "server/lifecycle/model_manager.h"
 
@@ -23,10 +24,14 @@ class InferenceServer {
     /// Whether clients may load and unload models (--model-control-mode=explicit or on-demand).
     bool explicit_model_control = false;
     AccessTokens tokens;  ///< none: every call is open
+    ClientSharedMemory::Options shared_memory;  ///< off by default
   };
   /// `models` and `dispatcher` must outlive the server, and the server its frontends.
   InferenceServer(ModelManager* models, Dispatcher* dispatcher, Options options)
-      : models_(models), dispatcher_(dispatcher), options_(std::move(options)) {}
+      : models_(models),
+        dispatcher_(dispatcher),
+        options_(std::move(options)),
+        shared_memory_(options_.shared_memory) {}
 
   /// Whether a caller presenting `authorization` (an HTTP Authorization
   /// header's value, or gRPC's `authorization` metadata; empty if none) may
@@ -52,7 +57,7 @@ class InferenceServer {
   /// request fails early. `wire` and `response` must live until then.
   void Infer(const inference::ModelInferRequest* wire, inference::ModelInferResponse* response,
              WireCallOptions call, std::function<void(const Status&)> reply) {
-    InferWire(models_, wire, response, std::move(call), std::move(reply));
+    InferWire(models_, &shared_memory_, wire, response, std::move(call), std::move(reply));
   }
   /// Answers an inference request for `model` (`version`) that its frontend
   /// could not decode with `status`, counted once like every other refusal.
@@ -82,6 +87,23 @@ class InferenceServer {
                          inference::ModelStatisticsResponse* response) const;
   void RepositoryIndex(bool ready_only, inference::RepositoryIndexResponse* response) const;
 
+  /// The shared-memory extension, for a call on `connection`: every call is
+  /// first checked against the policy (PERMISSION_DENIED: off, or not from
+  /// this host; see ClientSharedMemory). System regions: status (NOT_FOUND
+  /// for an unknown name), register (ALREADY_EXISTS, INVALID_ARGUMENT),
+  /// unregister (an unknown name is no error). CUDA regions: none is ever
+  /// registered; register is FAILED_PRECONDITION, saying why.
+  Status SystemSharedMemoryStatus(const WireConnection& connection, const std::string& name,
+                                  inference::SystemSharedMemoryStatusResponse* response) const;
+  Status SystemSharedMemoryRegister(const WireConnection& connection,
+                                    const inference::SystemSharedMemoryRegisterRequest& request);
+  Status SystemSharedMemoryUnregister(const WireConnection& connection, const std::string& name);
+  Status CudaSharedMemoryStatus(const WireConnection& connection, const std::string& name,
+                                inference::CudaSharedMemoryStatusResponse* response) const;
+  Status CudaSharedMemoryRegister(const WireConnection& connection,
+                                  const inference::CudaSharedMemoryRegisterRequest& request) const;
+  Status CudaSharedMemoryUnregister(const WireConnection& connection, const std::string& name) const;
+
  private:
   /// OK in explicit model control mode; else UNAVAILABLE naming `verb`.
   Status RepositoryChangesAllowed(const char* verb) const;
@@ -89,6 +111,7 @@ class InferenceServer {
   ModelManager* const models_;
   Dispatcher* const dispatcher_;
   const Options options_;
+  ClientSharedMemory shared_memory_;
   std::atomic<bool> draining_{false};
 };
 

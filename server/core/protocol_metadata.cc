@@ -31,7 +31,8 @@ void SetDuration(uint64_t count, uint64_t ns, inference::StatisticDuration* d) {
 void FillServerMetadata(inference::ServerMetadataResponse* response) {
   response->set_name(kServerName);
   response->set_version(MANYPY_VERSION);  // from VERSION, through CMake
-  for (const char* e : {"model_repository", "model_repository(unload_dependents)", "statistics", "generate"}) {
+  for (const char* e : {"model_repository", "model_repository(unload_dependents)", "statistics",
+                        "generate", "system_shared_memory"}) {
     response->add_extensions(e);
   }
 }

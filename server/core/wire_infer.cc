@@ -1,9 +1,11 @@
 #include "server/core/wire_infer.h"
 
+#include "server/core/client_shared_memory.h"
 #include "server/inference/cache_key.h"
 #include "server/inference/empty_batch.h"
 #include "server/inference/output_encoder.h"
 #include "server/inference/prepare.h"
+#include "server/inference/shared_memory_refs.h"
 
 namespace manypy {
 namespace {
@@ -26,6 +28,11 @@ Status StreamTo(const Manifest* m, const inference::ModelInferRequest* wire,
                            "HTTP POST /v2/models/" + m->name + "/generate_stream (or /generate "
                            "for a model that yields one response)");
   }
+  if (!request->output_regions.empty()) {
+    return InvalidArgument("model '" + m->name +
+                           "' streams its responses: its outputs cannot go to shared memory "
+                           "(each response would overwrite the one before it unread)");
+  }
   stream->streams = true;
   request->stream = [m, wire, stream, deadline = request->client_deadline,
                      client_left = request->cancelled](std::vector<Value>& outputs,
@@ -34,7 +41,7 @@ Status StreamTo(const Manifest* m, const inference::ModelInferRequest* wire,
     if (!room.ok()) return room;
     inference::ModelInferResponse response;
     FillResponseHeader(*m, *wire, &response);
-    Status encoded = EncodeOutputs(outputs, *m, *wire, &response);
+    Status encoded = EncodeOutputs(outputs, *m, *wire, nullptr, &response);
     if (!encoded.ok()) {
       stream->window->Release();
       return encoded;
@@ -81,6 +88,7 @@ bool AnswerFromCache(const Model& model, const inference::ModelInferRequest& wir
 // load and so continue on another thread.
 struct WireCall {
   ModelManager* models;
+  const ClientSharedMemory* shm;
   const inference::ModelInferRequest* wire;
   inference::ModelInferResponse* response;
   WireCallOptions options;
@@ -102,15 +110,25 @@ void Route(const std::shared_ptr<WireCall>& call, StatusOr<std::shared_ptr<Model
   }
   std::shared_ptr<Model> model = std::move(*found);
   InferenceRequest* request = call->request.get();
-  Status status = PrepareRequest(*wire, model->manifest(), model->settings().default_timeout,
-                                 call->options.deadline, request);
+  // Regions only for a call whose connection the policy allows.
+  const SharedMemoryRegions* regions = nullptr;
+  Status status;
+  if (UsesSharedMemory(*wire)) {
+    status = call->shm->Allowed(call->options.connection);
+    if (status.ok()) regions = &call->shm->regions();
+  }
+  if (status.ok()) {
+    status = PrepareRequest(*wire, model->manifest(), model->settings().default_timeout,
+                            call->options.deadline, regions, request);
+  }
   request->times.prepared = Clock::now();
   const Manifest* m = &model->manifest();  // the model outlives its requests
   if (status.ok() && m->streaming) status = StreamTo(m, wire, call->options.stream, request);
   if (!m->streaming) {
-    request->encode = [m, wire, response = call->response](std::vector<Value>& outputs) {
+    request->encode = [m, wire, response = call->response,
+                       regions = &request->output_regions](std::vector<Value>& outputs) {
       FillResponseHeader(*m, *wire, response);
-      return EncodeOutputs(outputs, *m, *wire, response);
+      return EncodeOutputs(outputs, *m, *wire, regions, response);
     };
   }
   if (!status.ok()) {
@@ -145,11 +163,13 @@ void Lookup(std::shared_ptr<WireCall> call) {
 
 }  // namespace
 
-void InferWire(ModelManager* models, const inference::ModelInferRequest* wire,
+void InferWire(ModelManager* models, const ClientSharedMemory* shm,
+               const inference::ModelInferRequest* wire,
                inference::ModelInferResponse* response, WireCallOptions options,
                std::function<void(const Status&)> reply) {
   auto call = std::make_shared<WireCall>();
   call->models = models;
+  call->shm = shm;
   call->wire = wire;
   call->response = response;
   call->request = std::make_unique<InferenceRequest>();

@@ -27,6 +27,15 @@ struct WireStream {
   bool streams = false;
 };
 
+/// What a frontend knows of the connection a call came on, for the policies
+/// that depend on it (client shared memory: see client_shared_memory.h).
+struct WireConnection {
+  bool loopback = false;  ///< the peer is this host (127.0.0.0/8, ::1, a Unix socket)
+  bool tls = false;       ///< the connection is TLS
+};
+
+class ClientSharedMemory;
+
 /// How a frontend's client may end a request early, and how it takes a stream.
 struct WireCallOptions {
   Clock::time_point deadline = Clock::time_point::max();  ///< the client's, if any
@@ -34,14 +43,18 @@ struct WireCallOptions {
   /// Null for a call with one response (gRPC ModelInfer, HTTP infer): a
   /// streaming model refuses it, naming the calls that stream.
   std::shared_ptr<WireStream> stream;
+  WireConnection connection;
 };
 
 /// Prepares `wire` for its model and hands it to the model's scheduler.
 /// `reply` is called once with the final status, after `response` has been
 /// filled (header and outputs, when OK), from any thread (a dispatcher worker,
 /// or this thread when the request fails early). `wire` and `response` must
-/// live until then.
-void InferWire(ModelManager* models, const inference::ModelInferRequest* wire,
+/// live until then. Inputs and outputs that name a shared-memory region are
+/// resolved in `shm` when its policy allows the call's connection (else the
+/// request is refused with its reason); `shm` must outlive the request.
+void InferWire(ModelManager* models, const ClientSharedMemory* shm,
+               const inference::ModelInferRequest* wire,
                inference::ModelInferResponse* response, WireCallOptions options,
                std::function<void(const Status&)> reply);
 

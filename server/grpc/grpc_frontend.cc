@@ -23,6 +23,23 @@ Clock::time_point SteadyDeadline(const grpc::CallbackServerContext* ctx) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(left);
 }
 
+// What the call's connection is, for the core's policies: a loopback peer
+// ("ipv4:127.x.x.x:port", "ipv6:[::1]:port", "unix:...") and whether its
+// transport is TLS (gRPC's auth context says "ssl").
+WireConnection ConnectionOf(const grpc::CallbackServerContext* ctx) {
+  WireConnection c;
+  const std::string peer = ctx->peer();
+  c.loopback = peer.rfind("ipv4:127.", 0) == 0 || peer.rfind("ipv6:[::1]:", 0) == 0 ||
+               peer.rfind("ipv6:[::ffff:127.", 0) == 0 || peer.rfind("unix:", 0) == 0;
+  auto auth = ctx->auth_context();
+  if (auth != nullptr) {
+    for (const auto& v : auth->FindPropertyValues("transport_security_type")) {
+      c.tls |= std::string(v.data(), v.size()) == "ssl";
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 GrpcFrontend::Reactor* GrpcFrontend::ServerLive(Ctx* ctx, const inference::ServerLiveRequest*,
@@ -112,6 +129,7 @@ void InferFromWire(InferenceServer* server, grpc::CallbackServerContext* ctx,
   options.deadline = SteadyDeadline(ctx);
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
   options.stream = std::move(stream);
+  options.connection = ConnectionOf(ctx);
   server->Infer(wire, response, std::move(options), std::move(reply));
 }
 
@@ -130,6 +148,48 @@ GrpcFrontend::ModelStreamInfer(Ctx* ctx) {
     return new RefusedStreamReactor(ToGrpcStatus(denied));
   }
   return new StreamInferReactor(ctx, server_);
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::SystemSharedMemoryStatus(
+    Ctx* ctx, const inference::SystemSharedMemoryStatusRequest* request,
+    inference::SystemSharedMemoryStatusResponse* response) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
+  return Done(ctx, server_->SystemSharedMemoryStatus(ConnectionOf(ctx), request->name(), response));
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::SystemSharedMemoryRegister(
+    Ctx* ctx, const inference::SystemSharedMemoryRegisterRequest* request,
+    inference::SystemSharedMemoryRegisterResponse*) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
+  return Done(ctx, server_->SystemSharedMemoryRegister(ConnectionOf(ctx), *request));
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::SystemSharedMemoryUnregister(
+    Ctx* ctx, const inference::SystemSharedMemoryUnregisterRequest* request,
+    inference::SystemSharedMemoryUnregisterResponse*) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
+  return Done(ctx, server_->SystemSharedMemoryUnregister(ConnectionOf(ctx), request->name()));
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::CudaSharedMemoryStatus(
+    Ctx* ctx, const inference::CudaSharedMemoryStatusRequest* request,
+    inference::CudaSharedMemoryStatusResponse* response) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
+  return Done(ctx, server_->CudaSharedMemoryStatus(ConnectionOf(ctx), request->name(), response));
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::CudaSharedMemoryRegister(
+    Ctx* ctx, const inference::CudaSharedMemoryRegisterRequest* request,
+    inference::CudaSharedMemoryRegisterResponse*) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
+  return Done(ctx, server_->CudaSharedMemoryRegister(ConnectionOf(ctx), *request));
+}
+
+GrpcFrontend::Reactor* GrpcFrontend::CudaSharedMemoryUnregister(
+    Ctx* ctx, const inference::CudaSharedMemoryUnregisterRequest* request,
+    inference::CudaSharedMemoryUnregisterResponse*) {
+  if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) return Done(ctx, denied);
+  return Done(ctx, server_->CudaSharedMemoryUnregister(ConnectionOf(ctx), request->name()));
 }
 
 }  // namespace manypy

@@ -35,6 +35,18 @@ class GrpcFrontend final : public inference::GRPCInferenceService::CallbackServi
                                inference::RepositoryModelLoadResponse*) override;
   Reactor* RepositoryModelUnload(Ctx*, const inference::RepositoryModelUnloadRequest*,
                                  inference::RepositoryModelUnloadResponse*) override;
+  Reactor* SystemSharedMemoryStatus(Ctx*, const inference::SystemSharedMemoryStatusRequest*,
+                                    inference::SystemSharedMemoryStatusResponse*) override;
+  Reactor* SystemSharedMemoryRegister(Ctx*, const inference::SystemSharedMemoryRegisterRequest*,
+                                      inference::SystemSharedMemoryRegisterResponse*) override;
+  Reactor* SystemSharedMemoryUnregister(Ctx*, const inference::SystemSharedMemoryUnregisterRequest*,
+                                        inference::SystemSharedMemoryUnregisterResponse*) override;
+  Reactor* CudaSharedMemoryStatus(Ctx*, const inference::CudaSharedMemoryStatusRequest*,
+                                  inference::CudaSharedMemoryStatusResponse*) override;
+  Reactor* CudaSharedMemoryRegister(Ctx*, const inference::CudaSharedMemoryRegisterRequest*,
+                                    inference::CudaSharedMemoryRegisterResponse*) override;
+  Reactor* CudaSharedMemoryUnregister(Ctx*, const inference::CudaSharedMemoryUnregisterRequest*,
+                                      inference::CudaSharedMemoryUnregisterResponse*) override;
 
  private:
   /// The call's bearer token checked for `scope` (OK when no tokens are set).

@@ -159,6 +159,9 @@ void HttpRouter::Route(HttpRequest r, std::function<void(HttpResponse)> respond)
     }
     return respond(NoRoute(r));
   }
+  if (p.size() >= 3 && (p[1] == "systemsharedmemory" || p[1] == "cudasharedmemory")) {
+    return respond(SharedMemory(r, p));
+  }
   if (p.size() == 3 && p[1] == "repository" && p[2] == "index" && post) {
     bool ready_only = false;
     rapidjson::Document body;
@@ -184,6 +187,89 @@ void HttpRouter::Route(HttpRequest r, std::function<void(HttpResponse)> respond)
   respond(NoRoute(r));
 }
 
+HttpResponse HttpRouter::SharedMemory(const HttpRequest& r, const std::vector<std::string>& p) {
+  // [v2, kind, (region, NAME,) verb]
+  const bool cuda = p[1] == "cudasharedmemory";
+  std::string name;
+  std::string verb;
+  if (p.size() == 3) {
+    verb = p[2];
+  } else if (p.size() == 5 && p[2] == "region") {
+    name = p[3];
+    verb = p[4];
+  } else {
+    return NoRoute(r);
+  }
+  const bool get = r.method == "GET", post = r.method == "POST";
+  if (verb == "status" && get) {
+    rapidjson::Document doc(rapidjson::kArrayType);  // Triton answers a bare array
+    auto& a = doc.GetAllocator();
+    if (cuda) {
+      inference::CudaSharedMemoryStatusResponse status;
+      Status s = server_->CudaSharedMemoryStatus(r.connection, name, &status);
+      if (!s.ok()) return Error(s);
+    } else {
+      inference::SystemSharedMemoryStatusResponse status;
+      Status s = server_->SystemSharedMemoryStatus(r.connection, name, &status);
+      if (!s.ok()) return Error(s);
+      for (const auto& [region, info] : status.regions()) {
+        rapidjson::Value one(rapidjson::kObjectType);
+        one.AddMember("name", rapidjson::Value(region.c_str(), a), a);
+        one.AddMember("key", rapidjson::Value(info.key().c_str(), a), a);
+        one.AddMember("offset", rapidjson::Value(info.offset()), a);
+        one.AddMember("byte_size", rapidjson::Value(info.byte_size()), a);
+        doc.PushBack(one, a);
+      }
+    }
+    return {200, JsonText(doc)};
+  }
+  if (verb == "unregister" && post) {
+    Status s = cuda ? server_->CudaSharedMemoryUnregister(r.connection, name)
+                    : server_->SystemSharedMemoryUnregister(r.connection, name);
+    return s.ok() ? HttpResponse{200, "{}"} : Error(s);
+  }
+  if (verb == "register" && post && !name.empty()) {
+    rapidjson::Document body;
+    if (body.Parse(r.body.data(), r.body.size()).HasParseError() || !body.IsObject()) {
+      return Error(InvalidArgument("the register request's body is not a JSON object"));
+    }
+    auto size_of = [&body](const char* key, uint64_t* out) {
+      auto it = body.FindMember(key);
+      if (it == body.MemberEnd()) return false;
+      if (!it->value.IsUint64()) return false;
+      *out = it->value.GetUint64();
+      return true;
+    };
+    uint64_t offset = 0, byte_size = 0, device_id = 0;
+    if (body.HasMember("offset") && !size_of("offset", &offset)) {
+      return Error(InvalidArgument("register: 'offset' must be a non-negative integer"));
+    }
+    if (!size_of("byte_size", &byte_size)) {
+      return Error(InvalidArgument("register: 'byte_size' must be given, a non-negative integer"));
+    }
+    if (cuda) {
+      inference::CudaSharedMemoryRegisterRequest request;
+      request.set_name(name);
+      request.set_byte_size(byte_size);
+      if (size_of("device_id", &device_id)) request.set_device_id(static_cast<int64_t>(device_id));
+      Status s = server_->CudaSharedMemoryRegister(r.connection, request);
+      return s.ok() ? HttpResponse{200, "{}"} : Error(s);
+    }
+    auto key = body.FindMember("key");
+    if (key == body.MemberEnd() || !key->value.IsString()) {
+      return Error(InvalidArgument("register: 'key' must be given, a string"));
+    }
+    inference::SystemSharedMemoryRegisterRequest request;
+    request.set_name(name);
+    request.set_key(key->value.GetString(), key->value.GetStringLength());
+    request.set_offset(offset);
+    request.set_byte_size(byte_size);
+    Status s = server_->SystemSharedMemoryRegister(r.connection, request);
+    return s.ok() ? HttpResponse{200, "{}"} : Error(s);
+  }
+  return NoRoute(r);
+}
+
 void HttpRouter::Infer(HttpRequest r, const std::string& model, const std::string& version,
                        std::function<void(HttpResponse)> respond) {
   // Both live until the reply: the encoder reads the requested outputs.
@@ -201,6 +287,7 @@ void HttpRouter::Infer(HttpRequest r, const std::string& model, const std::strin
     options.deadline = Clock::now() + std::chrono::microseconds(request->timeout_us);
   }
   options.cancelled = std::move(r.cancelled);
+  options.connection = r.connection;
   server_->Infer(&request->wire, response.get(), std::move(options),
             // On a dispatcher worker (as gRPC's reply is): encoding is CPU work on
             // bytes in memory; `respond` posts the write to the connection's strand,

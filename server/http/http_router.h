@@ -22,6 +22,7 @@ struct HttpRequest {
   std::optional<size_t> inference_header_length;  ///< Inference-Header-Content-Length
   std::string authorization;                      ///< the Authorization header; empty if none
   std::function<bool()> cancelled;                ///< optional: the client closed the connection
+  WireConnection connection;                      ///< the peer is local; TLS
 };
 
 struct HttpResponse {
@@ -69,6 +70,9 @@ class HttpRouter {
                 bool stream, std::function<void(HttpResponse)> respond);
   /// Handle's routing, once the request's token has been accepted.
   void Route(HttpRequest request, std::function<void(HttpResponse)> respond);
+  /// /v2/systemsharedmemory/... and /v2/cudasharedmemory/... (`p` the
+  /// path's parts, from "v2"): status, register, unregister.
+  HttpResponse SharedMemory(const HttpRequest& request, const std::vector<std::string>& p);
 
   InferenceServer* const server_;
 };

@@ -103,6 +103,16 @@ void BasicHttpSession<Stream>::OnRead(beast::error_code ec, size_t) {
     request.authorization = std::string(auth->value());  // checked by the router; never logged
   }
   request.body = std::move(req.body());
+  request.connection.tls = kTls<Stream>;
+  beast::error_code peer_error;
+  auto peer = beast::get_lowest_layer(stream_).socket().remote_endpoint(peer_error);
+  if (!peer_error) {
+    auto address = peer.address();
+    request.connection.loopback =
+        address.is_loopback() ||
+        (address.is_v6() && address.to_v6().is_v4_mapped() &&
+         net::ip::make_address_v4(net::ip::v4_mapped, address.to_v6()).is_loopback());
+  }
   auto gone = std::make_shared<std::atomic<bool>>(false);
   gone_ = gone;
   request.cancelled = [gone] { return gone->load(); };

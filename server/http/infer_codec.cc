@@ -52,6 +52,30 @@ StatusOr<bool> BoolParameter(const Value* params, const char* key, bool fallback
   return it->value.GetBool();
 }
 
+// Triton's shared-memory parameters of an input or requested output, copied
+// onto the wire (region a string, offset and size integers; the core checks
+// them). True when `params` names any.
+StatusOr<bool> CopySharedMemoryParameters(const Value* params, const std::string& what,
+                                          google::protobuf::Map<std::string, inference::InferParameter>* wire) {
+  if (params == nullptr) return false;
+  bool any = false;
+  for (const char* key : {"shared_memory_region", "shared_memory_offset", "shared_memory_byte_size"}) {
+    auto it = params->FindMember(key);
+    if (it == params->MemberEnd()) continue;
+    any = true;
+    if (std::string_view(key) == "shared_memory_region") {
+      if (!it->value.IsString()) return InvalidArgument(what + ": parameter '" + key + "' must be a string");
+      (*wire)[key].set_string_param(it->value.GetString(), it->value.GetStringLength());
+    } else {
+      if (!it->value.IsInt64() || it->value.GetInt64() < 0) {
+        return InvalidArgument(what + ": parameter '" + key + "' must be a non-negative integer");
+      }
+      (*wire)[key].set_int64_param(it->value.GetInt64());
+    }
+  }
+  return any;
+}
+
 Status DecodeInput(const Value& in, int index, std::string_view binary, size_t* binary_used,
                    inference::ModelInferRequest* wire) {
   std::string where = "inputs[" + std::to_string(index) + "]";
@@ -74,10 +98,19 @@ Status DecodeInput(const Value& in, int index, std::string_view binary, size_t* 
     if (d.GetInt64() < 0 || (d.GetInt64() > 0 && numel > INT64_MAX / d.GetInt64())) numel = -1;
     else if (numel >= 0) numel *= d.GetInt64();
   }
-  std::string* raw = wire->add_raw_input_contents();
   auto size = IntParameter(params, "binary_data_size", what);
   if (!size.ok()) return size.status();
   MANYPY_ASSIGN_MEMBER(data, in, "data", what, rapidjson::kArrayType, "an array");
+  auto in_shm = CopySharedMemoryParameters(params, what, t->mutable_parameters());
+  if (!in_shm.ok()) return in_shm.status();
+  if (*in_shm) {  // its bytes are in the region: no raw entry (one per other input)
+    if (data != nullptr || size->has_value()) {
+      return InvalidArgument(what + " is in shared memory: it must have neither 'data' nor "
+                             "binary_data_size");
+    }
+    return Status::Ok();
+  }
+  std::string* raw = wire->add_raw_input_contents();
   if (size->has_value()) {
     if (data != nullptr) return InvalidArgument(what + " has both 'data' and binary_data_size");
     size_t n = static_cast<size_t>(**size);
@@ -157,7 +190,10 @@ Status DecodeInferRequest(std::string_view body, std::optional<size_t> json_leng
     MANYPY_ASSIGN_MEMBER(oparams, o, "parameters", where, rapidjson::kObjectType, "an object");
     auto binary_one = BoolParameter(oparams, "binary_data", out->binary_data_output, where);
     if (!binary_one.ok()) return binary_one.status();
-    wire.add_outputs()->set_name(name->GetString(), name->GetStringLength());
+    auto* requested = wire.add_outputs();
+    requested->set_name(name->GetString(), name->GetStringLength());
+    auto out_shm = CopySharedMemoryParameters(oparams, where, requested->mutable_parameters());
+    if (!out_shm.ok()) return out_shm.status();
     out->binary_outputs.push_back(*binary_one);
   }
   return Status::Ok();
@@ -186,7 +222,18 @@ StatusOr<HttpInferBody> EncodeInferResponse(const inference::ModelInferResponse&
     Value shape(rapidjson::kArrayType);
     for (int64_t d : o.shape()) shape.PushBack(Value(static_cast<int64_t>(d)), a);
     out.AddMember("shape", shape, a);
-    if (as_binary) {
+    if (o.parameters().count("shared_memory_region") != 0) {
+      // Written into the client's region: where and how many bytes, no data.
+      Value params(rapidjson::kObjectType);
+      for (const auto& [key, p] : o.parameters()) {
+        if (p.parameter_choice_case() == inference::InferParameter::kStringParam) {
+          params.AddMember(Value(key.c_str(), a), Value(p.string_param().c_str(), a), a);
+        } else {
+          params.AddMember(Value(key.c_str(), a), Value(p.int64_param()), a);
+        }
+      }
+      out.AddMember("parameters", params, a);
+    } else if (as_binary) {
       Value params(rapidjson::kObjectType);
       params.AddMember("binary_data_size", Value(static_cast<uint64_t>(raw.size())), a);
       out.AddMember("parameters", params, a);

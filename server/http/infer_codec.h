@@ -17,7 +17,9 @@ namespace manypy {
 /// A decoded HTTP inference request.
 struct HttpInferRequest {
   /// Every input in raw_input_contents (JSON data packed per datatype, binary
-  /// data as sent); requested outputs by name only, so outputs come back raw.
+  /// data as sent) but those in shared memory, which carry Triton's
+  /// shared-memory parameters instead; requested outputs by name (and their
+  /// shared-memory parameters), so outputs come back raw.
   inference::ModelInferRequest wire;
   /// Per wire.outputs(i): whether it goes back as binary data.
   std::vector<bool> binary_outputs;

@@ -133,6 +133,10 @@ void FinishRequest(const DispatchedModel& model, RequestPtr request, Status stat
                    std::vector<Value> outputs, int64_t batch_rows) {
   const Manifest& m = model.manifest();
   Finish({m.name, m.version, &model.stats()}, *request, std::move(status), &outputs, batch_rows);
+  // The outputs go before the request: one that is an input viewing shared
+  // memory (an identity model's) must not count as a view kept past it.
+  outputs.clear();
+  request.reset();
 }
 
 void FinishUnrouted(const std::string& name, RequestPtr request, const Status& status) {

@@ -6,11 +6,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "interpreters/value.h"
+#include "server/inference/shared_memory_regions.h"
+#include "server/inference/shared_memory_views.h"
 
 namespace manypy {
 
@@ -31,6 +34,12 @@ struct RequestTimes {
 };
 
 struct InferenceRequest {
+  /// Inputs that view a client's shared-memory region (first, so that it is
+  /// released last, after `inputs`): see SharedMemoryViews.
+  SharedMemoryViews shm_views;
+  /// Requested outputs to be written into a shared-memory region, by name
+  /// (resolved by Prepare, so a bad region fails before the model runs).
+  std::map<std::string, SharedMemoryRef> output_regions;
   std::string id;
   /// The request's parameters (a dict of name -> bool, int, float or str),
   /// for the model's Python (manypy.request.parameters).

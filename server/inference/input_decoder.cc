@@ -8,6 +8,7 @@
 
 #include "common/datatype.h"
 #include "server/inference/datatypes.h"
+#include "server/inference/shared_memory_refs.h"
 #include "server/inference/shape_check.h"
 
 namespace manypy {
@@ -98,6 +99,29 @@ Status RawToTensor(const std::string& what, const DatatypeInfo& dt, const std::s
   return s;
 }
 
+// An input in shared memory as a tensor viewing the region: for datatypes
+// whose wire form is torch's own (not BOOL, which is normalized, nor the
+// unsigned types widened into signed ones) at an address aligned for the
+// element. Null otherwise (the caller copies, as for raw contents).
+bool ViewOfRegion(const DatatypeInfo& dt, const SharedMemoryRef& ref,
+                  const std::vector<int64_t>& shape, Value* out, SharedMemoryViews* views) {
+  if (dt.type == Datatype::kBool || dt.type == Datatype::kUint16 || dt.type == Datatype::kUint32 ||
+      dt.type == Datatype::kUint64 || dt.type == Datatype::kBytes) {
+    return false;
+  }
+  if (reinterpret_cast<uintptr_t>(ref.data()) % dt.wire_size != 0) return false;
+  c10::ScalarType type;
+  TorchTypeFor(dt.type, &type);
+  // The deleter holds the region mapped for as long as any tensor uses it.
+  std::shared_ptr<const SharedMemoryRegion> hold = ref.region;
+  at::Tensor t = at::from_blob(
+      ref.data(), shape, [hold](void*) mutable { hold.reset(); },
+      at::TensorOptions().dtype(type));
+  views->Add(t);
+  *out = Value(t);
+  return true;
+}
+
 // Nested lists of bytes following `shape` (a BYTES tensor as the model sees it).
 Value NestBytes(const std::vector<std::string>& items, const std::vector<int64_t>& shape,
                 size_t dim, size_t* next) {
@@ -152,7 +176,8 @@ Status DecodeBytes(const std::string& what, const inference::InferTensorContents
 }  // namespace
 
 Status DecodeInputs(const inference::ModelInferRequest& request, const Manifest& m,
-                    std::vector<Value>* arguments) {
+                    const SharedMemoryRegions* regions, std::vector<Value>* arguments,
+                    SharedMemoryViews* views) {
   if (request.inputs_size() != static_cast<int>(m.inputs.size())) {
     std::string names;
     for (const auto& i : m.inputs) names += (names.empty() ? "" : ", ") + i.name;
@@ -160,11 +185,17 @@ Status DecodeInputs(const inference::ModelInferRequest& request, const Manifest&
                            " input(s) (" + names + "), the request has " +
                            std::to_string(request.inputs_size()));
   }
+  // raw_input_contents are those of the inputs not in shared memory, in order.
+  std::vector<int> raw_index(request.inputs_size(), -1);
+  int in_memory = 0;
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    if (!NamesSharedMemory(request.inputs(i).parameters())) raw_index[i] = in_memory++;
+  }
   bool raw = request.raw_input_contents_size() > 0;
-  if (raw && request.raw_input_contents_size() != request.inputs_size()) {
+  if (raw && request.raw_input_contents_size() != in_memory) {
     return InvalidArgument("the request has " + std::to_string(request.raw_input_contents_size()) +
-                           " raw_input_contents for " + std::to_string(request.inputs_size()) +
-                           " inputs; there must be one per input");
+                           " raw_input_contents for " + std::to_string(in_memory) +
+                           " inputs not in shared memory; there must be one per such input");
   }
   std::map<std::string, int> by_name;
   for (int i = 0; i < request.inputs_size(); ++i) {
@@ -194,21 +225,44 @@ Status DecodeInputs(const inference::ModelInferRequest& request, const Manifest&
     std::vector<int64_t> shape(input.shape().begin(), input.shape().end());
     int64_t numel;
     MANYPY_RETURN_IF_ERROR(CheckShape(what, shape, spec, m, &numel));
-    if (raw && input.has_contents()) {
-      return InvalidArgument(what + " has typed contents although the request uses raw_input_contents");
-    }
-    const std::string* raw_data = raw ? &request.raw_input_contents(it->second) : nullptr;
     const DatatypeInfo* dt = FindDatatype(spec.datatype);  // ParseManifest checked the name
     if (dt == nullptr) return Internal(what + ": unknown manifest datatype " + spec.datatype);
+    std::string from_region;
+    const std::string* raw_data = nullptr;
+    if (raw_index[it->second] < 0) {
+      if (input.has_contents()) {
+        return InvalidArgument(what + " has contents although it is in shared memory");
+      }
+      if (regions == nullptr) {
+        return InvalidArgument(what + " names a shared memory region, which this server does "
+                               "not accept (start it with --allow-client-shm)");
+      }
+      auto ref = ResolveSharedMemory(input.parameters(), *regions, what);
+      if (!ref.ok()) return ref.status();
+      if (dt->type != Datatype::kBytes &&
+          ((*ref)->byte_size % dt->wire_size != 0 ||
+           (*ref)->byte_size / dt->wire_size != static_cast<uint64_t>(numel))) {
+        return InvalidArgument(what + " has shared_memory_byte_size " +
+                               std::to_string((*ref)->byte_size) + ", shape " + ShapeString(shape) +
+                               " of " + dt->name + " needs " + std::to_string(numel * dt->wire_size));
+      }
+      if (ViewOfRegion(*dt, **ref, shape, &(*arguments)[k], views)) continue;
+      from_region.assign((*ref)->data(), (*ref)->byte_size);
+      raw_data = &from_region;
+    } else if (raw && input.has_contents()) {
+      return InvalidArgument(what + " has typed contents although the request uses raw_input_contents");
+    } else if (raw) {
+      raw_data = &request.raw_input_contents(raw_index[it->second]);
+    }
     if (dt->type == Datatype::kBytes) {
       MANYPY_RETURN_IF_ERROR(
           DecodeBytes(what, &input.contents(), raw_data, shape, numel, &(*arguments)[k]));
       continue;
     }
     std::string packed;
-    if (!raw) MANYPY_RETURN_IF_ERROR(TypedToRaw(what, *dt, input.contents(), &packed));
-    MANYPY_RETURN_IF_ERROR(
-        RawToTensor(what, *dt, raw ? *raw_data : packed, shape, numel, &(*arguments)[k]));
+    if (raw_data == nullptr) MANYPY_RETURN_IF_ERROR(TypedToRaw(what, *dt, input.contents(), &packed));
+    MANYPY_RETURN_IF_ERROR(RawToTensor(what, *dt, raw_data != nullptr ? *raw_data : packed, shape,
+                                       numel, &(*arguments)[k]));
   }
   return Status::Ok();
 }

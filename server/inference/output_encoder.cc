@@ -58,6 +58,12 @@ void PadEmptyBytesShape(const TensorSpec& spec, const Manifest& m, std::vector<i
   }
 }
 
+// The unsigned types wider than a byte, which torch has no type for: the
+// model returns a wider signed integer, narrowed with a range check.
+bool NarrowedUnsigned(const DatatypeInfo& dt) {
+  return dt.type == Datatype::kUint16 || dt.type == Datatype::kUint32 || dt.type == Datatype::kUint64;
+}
+
 template <typename Wire, typename Torch>
 Status NarrowUnsigned(const std::string& what, const at::Tensor& t, std::string* raw) {
   at::Tensor src = t.to(c10::CppTypeToScalarType<Torch>::value);
@@ -73,22 +79,46 @@ Status NarrowUnsigned(const std::string& what, const at::Tensor& t, std::string*
   return Status::Ok();
 }
 
-Status TensorToRaw(const std::string& what, const DatatypeInfo& dt, const at::Tensor& tensor,
-                   std::string* raw) {
+// OK when `tensor` has the manifest's type `dt` (any integer type for the
+// unsigned ones wider than a byte, which are narrowed with a range check).
+Status CheckTensorType(const std::string& what, const DatatypeInfo& dt, const at::Tensor& tensor) {
   c10::ScalarType expected;
   TorchTypeFor(dt.type, &expected);
-  bool unsigned_wide = dt.type == Datatype::kUint16 || dt.type == Datatype::kUint32 ||
-                       dt.type == Datatype::kUint64;
-  if (tensor.scalar_type() != expected && !(unsigned_wide && c10::isIntegralType(tensor.scalar_type(), false))) {
+  if (tensor.scalar_type() != expected && !(NarrowedUnsigned(dt) && c10::isIntegralType(tensor.scalar_type(), false))) {
     return Internal(what + " is a " + std::string(c10::toString(tensor.scalar_type())) +
                     " tensor, the manifest declares " + dt.name);
   }
+  return Status::Ok();
+}
+
+Status TensorToRaw(const std::string& what, const DatatypeInfo& dt, const at::Tensor& tensor,
+                   std::string* raw) {
+  MANYPY_RETURN_IF_ERROR(CheckTensorType(what, dt, tensor));
   at::Tensor t = tensor.contiguous();
   if (dt.type == Datatype::kUint16) return NarrowUnsigned<uint16_t, int64_t>(what, t, raw);
   if (dt.type == Datatype::kUint32) return NarrowUnsigned<uint32_t, int64_t>(what, t, raw);
   if (dt.type == Datatype::kUint64) return NarrowUnsigned<uint64_t, int64_t>(what, t, raw);
   raw->assign(static_cast<const char*>(t.data_ptr()), t.numel() * t.element_size());
   return Status::Ok();
+}
+
+// An output written into a client's shared-memory region: INVALID_ARGUMENT
+// when the region the request gave is smaller than the result.
+Status CheckFits(const std::string& what, const SharedMemoryRef& ref, size_t bytes) {
+  if (bytes <= ref.byte_size) return Status::Ok();
+  return InvalidArgument(what + " is " + std::to_string(bytes) +
+                         " bytes; the shared_memory_byte_size the request gave for it in region '" +
+                         ref.region->name() + "' is " + std::to_string(ref.byte_size));
+}
+
+// Tells the client where its output went (Triton's parameters, with the
+// bytes written as the size).
+void NoteRegion(const SharedMemoryRef& ref, size_t bytes,
+                inference::ModelInferResponse::InferOutputTensor* out) {
+  auto& params = *out->mutable_parameters();
+  params["shared_memory_region"].set_string_param(ref.region->name());
+  params["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(bytes));
+  if (ref.offset != 0) params["shared_memory_offset"].set_int64_param(static_cast<int64_t>(ref.offset));
 }
 
 template <typename Wire, typename Field>
@@ -135,6 +165,7 @@ bool WantsTyped(const inference::ModelInferRequest::InferRequestedOutputTensor& 
 
 Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
                      const inference::ModelInferRequest& request,
+                     const std::map<std::string, SharedMemoryRef>* regions,
                      inference::ModelInferResponse* response) {
   std::vector<size_t> order;
   bool typed = request.outputs_size() > 0;
@@ -159,6 +190,11 @@ Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
   for (size_t k : order) {
     const TensorSpec& spec = m.outputs[k];
     std::string what = "output '" + spec.name + "'";
+    const SharedMemoryRef* ref = nullptr;
+    if (regions != nullptr) {
+      auto it = regions->find(spec.name);
+      if (it != regions->end()) ref = &it->second;
+    }
     auto* out = response->add_outputs();
     out->set_name(spec.name);
     out->set_datatype(spec.datatype);
@@ -166,13 +202,14 @@ Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
     if (dt == nullptr) return Internal(what + ": unknown manifest datatype " + spec.datatype);
     std::vector<int64_t> shape;
     std::string raw;
+    at::Tensor direct;  // written into the region straight from the tensor
     if (dt->type == Datatype::kBytes) {
       std::vector<std::string> items;
       shape = BytesShape(outputs[k]);
       PadEmptyBytesShape(spec, m, &shape);
       MANYPY_RETURN_IF_ERROR(FlattenBytes(what, outputs[k], 0, shape, &items));
       for (const auto& item : items) {
-        if (typed) {
+        if (typed && ref == nullptr) {
           out->mutable_contents()->add_bytes_contents(item);
           continue;
         }
@@ -186,13 +223,28 @@ Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
       }
       const at::Tensor& t = outputs[k].to_tensor();
       shape.assign(t.sizes().begin(), t.sizes().end());
-      MANYPY_RETURN_IF_ERROR(TensorToRaw(what + " of model '" + m.name + "'", *dt, t, &raw));
-      if (typed) RawToTyped(*dt, raw, out->mutable_contents());
+      const std::string model_what = what + " of model '" + m.name + "'";
+      if (ref != nullptr && !NarrowedUnsigned(*dt)) {
+        // One copy, tensor to region, instead of two through a string.
+        MANYPY_RETURN_IF_ERROR(CheckTensorType(model_what, *dt, t));
+        direct = t.contiguous();
+      } else {
+        MANYPY_RETURN_IF_ERROR(TensorToRaw(model_what, *dt, t, &raw));
+        if (typed && ref == nullptr) RawToTyped(*dt, raw, out->mutable_contents());
+      }
     }
     int64_t numel;
     Status shape_ok = CheckShape(what, shape, spec, m, &numel);
     if (!shape_ok.ok()) return ModelFault(shape_ok);
     for (int64_t d : shape) out->add_shape(d);
+    if (ref != nullptr) {
+      const char* bytes = direct.defined() ? static_cast<const char*>(direct.data_ptr()) : raw.data();
+      const size_t size = direct.defined() ? direct.numel() * direct.element_size() : raw.size();
+      MANYPY_RETURN_IF_ERROR(CheckFits(what, *ref, size));
+      if (size > 0) memcpy(ref->data(), bytes, size);
+      NoteRegion(*ref, size, out);
+      raw.clear();  // an empty entry keeps raw_output_contents one per output, as Triton's
+    }
     if (!typed) response->add_raw_output_contents(std::move(raw));
   }
   return Status::Ok();

@@ -1,12 +1,13 @@
 #include "server/inference/prepare.h"
 
 #include "server/inference/input_decoder.h"
+#include "server/inference/shared_memory_refs.h"
 
 namespace manypy {
 
 Status PrepareRequest(const inference::ModelInferRequest& wire, const Manifest& m,
                       std::chrono::microseconds timeout, Clock::time_point client_deadline,
-                      InferenceRequest* out) {
+                      const SharedMemoryRegions* regions, InferenceRequest* out) {
   out->id = wire.id();
   Value::DictItems parameters;
   for (const auto& [key, p] : wire.parameters()) {
@@ -29,8 +30,17 @@ Status PrepareRequest(const inference::ModelInferRequest& wire, const Manifest& 
     if (!known) {
       return InvalidArgument("model '" + m.name + "' has no output named '" + requested.name() + "'");
     }
+    if (!NamesSharedMemory(requested.parameters())) continue;
+    const std::string what = "output '" + requested.name() + "'";
+    if (regions == nullptr) {
+      return InvalidArgument(what + " names a shared memory region, which this server does not "
+                             "accept (start it with --allow-client-shm)");
+    }
+    auto ref = ResolveSharedMemory(requested.parameters(), *regions, what);
+    if (!ref.ok()) return ref.status();
+    out->output_regions[requested.name()] = std::move(**ref);
   }
-  MANYPY_RETURN_IF_ERROR(DecodeInputs(wire, m, &out->inputs));
+  MANYPY_RETURN_IF_ERROR(DecodeInputs(wire, m, regions, &out->inputs, &out->shm_views));
   // Every input's batch dimension was checked against the manifest; they must agree.
   out->batch_rows = 1;
   out->item_shapes.clear();

@@ -14,8 +14,11 @@ namespace manypy {
 /// the model's `default_timeout`, when non-zero). INVALID_ARGUMENT, naming the input or output and the model, for
 /// anything the model cannot take: input names, count, datatypes, shapes,
 /// batch size, contents, or an unknown requested output.
+/// Inputs and requested outputs that name a system shared-memory region are
+/// resolved in `regions` (null: refused; see DecodeInputs); so is a bad
+/// region, offset or size of a requested output, before the model runs.
 Status PrepareRequest(const inference::ModelInferRequest& wire, const Manifest& manifest,
                       std::chrono::microseconds default_timeout, Clock::time_point client_deadline,
-                      InferenceRequest* out);
+                      const SharedMemoryRegions* regions, InferenceRequest* out);
 
 }  // namespace manypy

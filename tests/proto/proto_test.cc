@@ -69,6 +69,32 @@ void ExpectFields(const std::vector<FieldFact>& facts) {
   }
 }
 
+TEST(ProtoWire, SharedMemoryMessages) {
+  ExpectFields({
+      {"inference.SystemSharedMemoryStatusRequest", "name", 1, kString, false},
+      {"inference.SystemSharedMemoryStatusResponse", "regions", 1, kMsg, true},
+      {"inference.SystemSharedMemoryStatusResponse.RegionStatus", "name", 1, kString, false},
+      {"inference.SystemSharedMemoryStatusResponse.RegionStatus", "key", 2, kString, false},
+      {"inference.SystemSharedMemoryStatusResponse.RegionStatus", "offset", 3, kUint64, false},
+      {"inference.SystemSharedMemoryStatusResponse.RegionStatus", "byte_size", 4, kUint64, false},
+      {"inference.SystemSharedMemoryRegisterRequest", "name", 1, kString, false},
+      {"inference.SystemSharedMemoryRegisterRequest", "key", 2, kString, false},
+      {"inference.SystemSharedMemoryRegisterRequest", "offset", 3, kUint64, false},
+      {"inference.SystemSharedMemoryRegisterRequest", "byte_size", 4, kUint64, false},
+      {"inference.SystemSharedMemoryUnregisterRequest", "name", 1, kString, false},
+      {"inference.CudaSharedMemoryStatusRequest", "name", 1, kString, false},
+      {"inference.CudaSharedMemoryStatusResponse", "regions", 1, kMsg, true},
+      {"inference.CudaSharedMemoryStatusResponse.RegionStatus", "name", 1, kString, false},
+      {"inference.CudaSharedMemoryStatusResponse.RegionStatus", "device_id", 2, kUint64, false},
+      {"inference.CudaSharedMemoryStatusResponse.RegionStatus", "byte_size", 3, kUint64, false},
+      {"inference.CudaSharedMemoryRegisterRequest", "name", 1, kString, false},
+      {"inference.CudaSharedMemoryRegisterRequest", "raw_handle", 2, kBytes, false},
+      {"inference.CudaSharedMemoryRegisterRequest", "device_id", 3, kInt64, false},
+      {"inference.CudaSharedMemoryRegisterRequest", "byte_size", 4, kUint64, false},
+      {"inference.CudaSharedMemoryUnregisterRequest", "name", 1, kString, false},
+  });
+}
+
 TEST(ProtoWire, InferenceMessages) {
   ExpectFields({
       {"inference.ServerLiveResponse", "live", 1, kBool, false},
@@ -361,6 +387,18 @@ TEST(ProtoWire, Services) {
            false, false},
           {"RepositoryModelUnload", "inference.RepositoryModelUnloadRequest",
            "inference.RepositoryModelUnloadResponse", false, false},
+          {"SystemSharedMemoryStatus", "inference.SystemSharedMemoryStatusRequest",
+           "inference.SystemSharedMemoryStatusResponse", false, false},
+          {"SystemSharedMemoryRegister", "inference.SystemSharedMemoryRegisterRequest",
+           "inference.SystemSharedMemoryRegisterResponse", false, false},
+          {"SystemSharedMemoryUnregister", "inference.SystemSharedMemoryUnregisterRequest",
+           "inference.SystemSharedMemoryUnregisterResponse", false, false},
+          {"CudaSharedMemoryStatus", "inference.CudaSharedMemoryStatusRequest",
+           "inference.CudaSharedMemoryStatusResponse", false, false},
+          {"CudaSharedMemoryRegister", "inference.CudaSharedMemoryRegisterRequest",
+           "inference.CudaSharedMemoryRegisterResponse", false, false},
+          {"CudaSharedMemoryUnregister", "inference.CudaSharedMemoryUnregisterRequest",
+           "inference.CudaSharedMemoryUnregisterResponse", false, false},
       });
 
   ExpectService(DescriptorPool::generated_pool()->FindServiceByName("grpc.health.v1.Health"),

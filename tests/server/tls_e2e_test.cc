@@ -12,7 +12,10 @@
 #include <sstream>
 #include <thread>
 
+#include <grpcpp/grpcpp.h>
+
 #include "clients/cpp/inference_client.h"
+#include "proto/grpc_service.grpc.pb.h"
 #include "tests/test_util/http_client.h"
 #include "tests/test_util/https_client.h"
 #include "tests/test_util/server_process.h"
@@ -128,12 +131,39 @@ class TlsServer : public ::testing::Test {
 class TlsTest : public TlsServer {
  protected:
   static void SetUpTestSuite() {
-    StartServer(&server_, {"--tls-cert=" + Pem("server.pem"), "--tls-key=" + Pem("server.key")});
+    StartServer(&server_, {"--tls-cert=" + Pem("server.pem"), "--tls-key=" + Pem("server.key"),
+                           "--allow-client-shm"});
   }
   static void TearDownTestSuite() { StopServer(&server_); }
   static testing::ServerProcess* server_;
 };
 testing::ServerProcess* TlsTest::server_ = nullptr;
+
+// Client shared memory, although allowed, is refused over TLS (only
+// --allow-client-shm-remote lifts that): docs/operations.md#system-shared-memory.
+TEST_F(TlsTest, SharedMemoryIsRefusedOverTls) {
+  HttpsConnection c(server_->http_port(), Pem("ca.pem"));
+  ASSERT_FALSE(c.handshake_error()) << c.handshake_error().message();
+  auto reply = c.Send("POST", "/v2/systemsharedmemory/region/r/register",
+                      R"({"key": "/manypy_tls_shm", "offset": 0, "byte_size": 16})");
+  EXPECT_EQ(reply.status, 403) << reply.body;
+  EXPECT_NE(reply.body.find("refused over a TLS connection"), std::string::npos) << reply.body;
+  reply = c.Send("GET", "/v2/systemsharedmemory/status");
+  EXPECT_EQ(reply.status, 403) << reply.body;
+
+  std::ifstream ca(Pem("ca.pem"));
+  std::stringstream pem;
+  pem << ca.rdbuf();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = pem.str();
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel(server_->address(), grpc::SslCredentials(ssl)));
+  grpc::ClientContext ctx;
+  inference::SystemSharedMemoryStatusResponse status;
+  grpc::Status s = stub->SystemSharedMemoryStatus(&ctx, inference::SystemSharedMemoryStatusRequest(), &status);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_NE(s.error_message().find("refused over a TLS connection"), std::string::npos) << s.error_message();
+}
 
 TEST_F(TlsTest, GrpcClientWithTheRightCaIsServed) {
   auto c = GrpcClient(server_->address(), Pem("ca.pem"));

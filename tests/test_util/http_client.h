@@ -21,8 +21,8 @@ struct HttpReply {
 
 class HttpConnection {
  public:
-  explicit HttpConnection(int port) : socket_(io_) {
-    boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address("127.0.0.1"),
+  explicit HttpConnection(int port, const std::string& address = "127.0.0.1") : socket_(io_) {
+    boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address(address),
                                       static_cast<unsigned short>(port));
     socket_.connect(ep);
   }

@@ -69,7 +69,7 @@ class InferenceServerTest : public ::testing::Test {
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     manager_ = std::move(*created);
     server_ = std::make_unique<InferenceServer>(
-        manager_.get(), dispatcher_.get(), InferenceServer::Options{explicit_control, AccessTokens()});
+        manager_.get(), dispatcher_.get(), InferenceServer::Options{explicit_control, AccessTokens(), {}});
   }
 
   Status Infer(const inference::ModelInferRequest& wire, inference::ModelInferResponse* out) {

@@ -146,7 +146,8 @@ TEST(CacheKeyTest, EveryFieldThatDecidesTheAnswerChangesTheKey) {
   Request output = Base();
   output.wire.add_outputs()->set_name("OUT");
   EXPECT_FALSE(KeyOf(output) == base) << "requested output";
-  Request output_parameter = output;
+  Request output_parameter = Base();
+  output_parameter.wire.add_outputs()->set_name("OUT");
   (*output_parameter.wire.mutable_outputs(0)->mutable_parameters())["classification"]
       .set_int64_param(3);
   EXPECT_FALSE(KeyOf(output_parameter) == KeyOf(output)) << "output parameter";

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Packages the server-test models into DIR: echo_all, failing, slow, spin,
+"""Packages the server-test models into DIR: echo_all, failing, slow,
+keeps_input, spin,
 batched_double, tagged_double and echo_rows (empty batches), and as TorchScript (platform torchscript) double_sum_ts and
 failing_ts; cuda/needs_cuda and missing_module/needs_missing_module in
 folders of their own (models every server here must refuse to load), and
@@ -177,6 +178,9 @@ def main():
     manypy.package.export(m.Slow(), os.path.join(out, "slow.mpk"), name="slow",
                           inputs=[("MS", "INT64", [1])], outputs=[("MS", "INT64", [1])],
                           max_batch_size=8)
+    manypy.package.export(m.KeepsInput(), os.path.join(out, "keeps_input.mpk"), name="keeps_input",
+                          inputs=[("X", "FP32", [-1])], outputs=[("Y", "FP32", [-1])],
+                          load_check=False)  # its output depends on the call before
     manypy.package.export(m.Spin(), os.path.join(out, "spin.mpk"), name="spin",
                           inputs=[("INPUT__0", "FP32", [-1])], outputs=[("OUTPUT__0", "FP32", [-1])])
     manypy.package.export(m.BatchedDouble(), os.path.join(out, "batched_double.mpk"),
@@ -222,7 +226,7 @@ def main():
     export_composition_models(out)
     export_torch_versions(out)
     export_corner_cases(out)
-    print(f"wrote echo_all, failing, slow, spin, batched_double, tagged_double, echo_rows, "
+    print(f"wrote echo_all, failing, slow, keeps_input, spin, batched_double, tagged_double, echo_rows, "
           f"double_sum_ts, failing_ts, "
           f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none, "
           f"faults/{{wrong_output,exits,fails_to_load}}, swap/scaled_v{{1,2}}, "

@@ -34,6 +34,21 @@ class Slow(torch.nn.Module):
         return milliseconds + 0
 
 
+class KeepsInput(torch.nn.Module):
+    """Keeps each input it is given and returns the one before (zeros the
+    first time): a model holding a tensor past its request, as a cache or a
+    state would, to test that a shared-memory view it keeps is its own copy."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept = None
+
+    def forward(self, x):
+        before = torch.zeros_like(x) if self.kept is None else self.kept.clone()
+        self.kept = x
+        return before
+
+
 class Spin(torch.nn.Module):
     """Loops forever in Python for negative inputs (a model stuck for some
     input); doubles anything else."""
