@@ -33,7 +33,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [HERE, os.path.join(REPO, "clients", "python")]
+sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python"),
+                os.path.join(REPO, "clients", "python")]
 
 import numpy as np  # noqa: E402
 
@@ -115,13 +116,9 @@ def run_cache(args):
 def package_identity(folder):
     """An archive of a model that returns its FP32 input: the work is the
     request path's, not the model's."""
-    sys.path.insert(0, os.path.join(REPO, "package_format", "python"))
     import torch
     import manypy.package
-
-    class Identity(torch.nn.Module):
-        def forward(self, x):
-            return x
+    from identity_model import Identity
 
     manypy.package.export(Identity(), os.path.join(folder, "identity.mpk"), name="identity",
                           inputs=[("INPUT__0", "FP32", [-1])], outputs=[("OUTPUT__0", "FP32", [-1])],
