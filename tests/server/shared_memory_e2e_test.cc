@@ -455,8 +455,19 @@ TEST_F(SharedMemoryTest, AConnectionNotFromThisHostIsRefusedUnlessTheOperatorAll
     GTEST_SKIP() << "this machine has no IPv4 address besides loopback (hostname -I)";
   }
   ClientRegion region("remote", 64);
-  StartServer({"--allow-client-shm", "--model-control-mode=explicit", "--load-model=two_io"});
+  // gRPC on every address too (the fixture's 127.0.0.1 comes first; the last one given wins).
+  StartServer({"--allow-client-shm", "--model-control-mode=explicit", "--load-model=two_io",
+               "--grpc-address=0.0.0.0"});
   {
+    const std::string port = server_.address().substr(server_.address().rfind(':') + 1);
+    auto remote_stub = GRPCInferenceService::NewStub(
+        grpc::CreateChannel(address + ":" + port, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    inference::SystemSharedMemoryStatusResponse status;
+    grpc::Status s = remote_stub->SystemSharedMemoryStatus(
+        &ctx, inference::SystemSharedMemoryStatusRequest(), &status);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+    EXPECT_NE(s.error_message().find("not from this host"), std::string::npos) << s.error_message();
     testing::HttpConnection remote(server_.http_port(), address);
     testing::HttpReply reply = remote.Send("POST", "/v2/systemsharedmemory/region/r/register",
                                            RegisterJson(region.key(), 0, 64));

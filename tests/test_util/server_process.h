@@ -49,9 +49,11 @@ class ServerProcess {
       if (n <= 0) return false;  // exited before listening
       text.append(buf, n);
       // gRPC's line; not "HTTP listening on ..." nor "metrics listening on ...".
-      size_t at = text.find("manypy-server: listening on 127.0.0.1:");
-      if (at != std::string::npos && text.find(',', at) != std::string::npos) {
-        port_ = std::stoi(text.substr(at + 38));
+      // Any address (a test may listen on 0.0.0.0): the port is after its last ':'.
+      size_t at = text.find("manypy-server: listening on ");
+      size_t comma = at == std::string::npos ? std::string::npos : text.find(',', at);
+      if (comma != std::string::npos) {
+        port_ = std::stoi(text.substr(text.rfind(':', comma) + 1));
         // Printed before it, each when its endpoint is on.
         http_port_ = PortAfter(text, "HTTP listening on ");
         metrics_port_ = PortAfter(text, "metrics listening on http://");
