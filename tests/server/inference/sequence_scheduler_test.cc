@@ -1,9 +1,15 @@
 // SequenceScheduler on its own: each refusal, slot binding, order within a
-// sequence, the concurrency limit, ends and idle timeouts. No threads, no Python.
+// sequence, the concurrency limit, ends and idle timeouts (no threads); then
+// under the Dispatcher with a fake model: slots and state drops. No Python.
 #include "server/inference/sequence_scheduler.h"
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "server/inference/dispatcher.h"
 #include "tests/test_util/request_builder.h"
 
 namespace manypy {
@@ -217,6 +223,77 @@ TEST_F(SequenceSchedulerTest, ReadsUnsignedIdsAndRefusesNonBoolFlags) {
   r->parameters = Value::Dict({{Value("sequence_id"), Value(int64_t{1})},
                                {Value("sequence_start"), Value(int64_t{1})}});
   EXPECT_EQ(SequenceScheduler::ParamsOf(*r, "gru").status().code(), StatusCode::kInvalidArgument);
+}
+
+// Records on which slot each value ran and which states were dropped where.
+class RecordingModel final : public Executable {
+ public:
+  StatusOr<std::vector<Value>> Run(size_t slot, const std::vector<Value>& inputs,
+                                   InterruptHook*) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let requests overlap
+    std::lock_guard<std::mutex> lock(mu_);
+    ran_.emplace_back(slot, inputs[0].to_tensor()[0][0].item<float>());
+    return inputs;
+  }
+  void DropSequenceStates(size_t slot, const std::vector<std::string>& keys) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& k : keys) dropped_[k].push_back(slot);
+  }
+  std::vector<std::pair<size_t, float>> ran() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ran_;
+  }
+  std::map<std::string, std::vector<size_t>> dropped() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dropped_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<size_t, float>> ran_;
+  std::map<std::string, std::vector<size_t>> dropped_;
+};
+
+TEST(SequenceDispatchTest, ASequenceRunsInOrderOnOneSlotAndItsStateIsDroppedThere) {
+  auto model = std::make_shared<RecordingModel>();
+  Manifest m;
+  m.name = "gru";
+  m.inputs = {{"IN", "FP32", {2}}};
+  m.outputs = {{"OUT", "FP32", {2}}};
+  SequenceBatchingSpec spec = Spec(/*idle_us=*/50000);
+  ModelLimits limits{3, std::chrono::seconds(60), spec};
+  auto q = std::make_shared<DispatchedModel>(
+      m, limits, std::make_unique<SequenceScheduler>("gru", 100, spec), model);
+  Dispatcher d({3});
+  d.Add(q);
+  auto answers = std::make_shared<Answers>();
+  // Sequence 1 carries 10, 11, ..., sequence 2 20, 21, ...: sent all at once.
+  const int n = 6;
+  for (int i = 0; i < n; ++i) {
+    bool first = i == 0, last = i == n - 1;
+    ASSERT_EQ(d.Submit(q, SeqRequest(answers, {Value(int64_t{1}), first, last}, 10 + i)), nullptr);
+    ASSERT_EQ(d.Submit(q, SeqRequest(answers, {Value(int64_t{2}), first}, 20 + i)), nullptr);
+  }
+  ASSERT_TRUE(answers->Wait(2 * n));
+  for (const auto& a : answers->Get()) EXPECT_TRUE(a.status.ok()) << a.status.ToString();
+  std::map<int, std::vector<std::pair<size_t, float>>> by_sequence;
+  for (const auto& [slot, v] : model->ran()) by_sequence[static_cast<int>(v) / 10].emplace_back(slot, v);
+  for (int s : {1, 2}) {
+    const auto& runs = by_sequence[s];
+    ASSERT_EQ(runs.size(), static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(runs[i].first, runs[0].first) << "sequence " << s << " moved slots";
+      EXPECT_EQ(runs[i].second, 10 * s + i) << "sequence " << s << " out of order";
+    }
+  }
+  // 1 ended: its state went on its own slot; 2 is dropped there once idle.
+  for (int tries = 0; tries < 500 && model->dropped().count("2") == 0; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto dropped = model->dropped();
+  EXPECT_EQ(dropped["1"], std::vector<size_t>{by_sequence[1][0].first});
+  EXPECT_EQ(dropped["2"], std::vector<size_t>{by_sequence[2][0].first});
+  ASSERT_TRUE(d.Drain(Clock::now() + std::chrono::seconds(5)));
 }
 
 }  // namespace
