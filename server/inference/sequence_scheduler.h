@@ -1,7 +1,6 @@
-// SequenceScheduler: stateful sequences (Triton's sequence batcher, direct
-// strategy): each sequence is bound to one interpreter slot, its requests run
-// there one at a time in arrival order. Not thread-safe: the Dispatcher calls
-// every method under its lock.
+// SequenceScheduler: stateful sequences (Triton's sequence batcher, direct strategy),
+// each bound to one interpreter slot, its requests run there one at a time in order.
+// Not thread-safe: the Dispatcher calls every method under its lock.
 #pragma once
 
 #include <deque>
