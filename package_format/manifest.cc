@@ -220,14 +220,14 @@ Status ParseSequenceBatching(const JsonFields& top, Manifest* m) {
     return f.Error("max_sequence_idle_microseconds", "must be >= 1");
   MANYPY_RETURN_IF_ERROR(f.Int("max_concurrent_sequences", false, &s.max_concurrent_sequences));
   if (s.max_concurrent_sequences < 1) return f.Error("max_concurrent_sequences", "must be >= 1");
-  std::string problem = SequenceBatchingProblem(*m, m->batching.dynamic);
+  std::string problem = SequenceBatchingProblem(*m, m->batching.dynamic, m->response_cache);
   if (!problem.empty()) return top.Error("sequence_batching", problem);
   return Status::Ok();
 }
 
 }  // namespace
 
-std::string SequenceBatchingProblem(const Manifest& m, bool dynamic) {
+std::string SequenceBatchingProblem(const Manifest& m, bool dynamic, bool response_cache) {
   if (m.platform != kPythonPlatform)
     return "only a Python model (platform " + std::string(kPythonPlatform) +
            ") keeps per-sequence state";
@@ -235,6 +235,9 @@ std::string SequenceBatchingProblem(const Manifest& m, bool dynamic) {
     return "a sequence model runs one request of a sequence at a time: it cannot also batch "
            "dynamically (batching.dynamic)";
   if (m.streaming) return "a streaming model cannot keep sequences";
+  if (response_cache)
+    return "a sequence model's answers depend on its sequence's state: they cannot be cached "
+           "(response_cache)";
   return "";
 }
 

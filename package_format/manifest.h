@@ -117,9 +117,10 @@ std::string StreamingProblem(const Manifest& manifest);
 
 /// The sequence rules, the one place they are written (the manifest and
 /// --model-config overrides): only a Python model keeps per-sequence state,
-/// never one that batches dynamically (`dynamic`: the setting in force) or
-/// streams. Empty when they hold, else why not.
-std::string SequenceBatchingProblem(const Manifest& manifest, bool dynamic);
+/// never one that batches dynamically or whose answers are cached (`dynamic`,
+/// `response_cache`: the settings in force), nor one that streams. Empty when
+/// they hold, else why not.
+std::string SequenceBatchingProblem(const Manifest& manifest, bool dynamic, bool response_cache);
 
 /// Ok when a server running PyTorch `server_torch` (e.g. "1.13.1") can load an archive
 /// with `manifest`: one packaged under a newer major.minor PyTorch cannot be (its pickles

@@ -162,7 +162,7 @@ void Dispatcher::Work(size_t slot) {
       slot_cv_.wait(lock);
       continue;
     }
-    if (!slot_drops_[slot].empty()) {
+    if (!slot_drops_[slot].empty() && !stopping_) {  // at shutdown they go with the models
       DropStates(slot, std::exchange(slot_drops_[slot], {}), lock);
       continue;
     }

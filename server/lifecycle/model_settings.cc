@@ -95,7 +95,7 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
                            "' streams its responses: they cannot be cached (response_cache=true)");
   }
   if (s.sequences.enabled) {
-    if (std::string problem = SequenceBatchingProblem(m, s.batching.dynamic); !problem.empty()) {
+    if (std::string problem = SequenceBatchingProblem(m, s.batching.dynamic, s.response_cache); !problem.empty()) {
       return InvalidArgument("model '" + m.name + "' has sequence_batching, but " + problem);
     }
     if (s.sequences.max_sequence_idle_microseconds < 1 || s.sequences.max_concurrent_sequences < 1) {

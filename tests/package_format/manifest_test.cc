@@ -396,6 +396,14 @@ TEST(ManifestTest, RejectsEveryRuleBrokenOnce) {
          j["sequence_batching"] = json::object();
        },
        "manifest field 'sequence_batching': a streaming model cannot keep sequences"},
+      {"response_cache with sequence_batching",
+       [](json& j) {
+         j["batching"]["dynamic"] = false;
+         j["response_cache"] = true;
+         j["sequence_batching"] = json::object();
+       },
+       "manifest field 'sequence_batching': a sequence model's answers depend on its sequence's "
+       "state: they cannot be cached (response_cache)"},
       {"preferred 0", [](json& j) { j["batching"]["preferred_batch_sizes"] = {0}; },
        "manifest field 'batching.preferred_batch_sizes[0]': 0 is not an integer in "
        "1..max_batch_size (8)"},

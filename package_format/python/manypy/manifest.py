@@ -303,6 +303,9 @@ def _validate_sequence_batching(manifest):
               "it cannot also batch dynamically (batching.dynamic)")
     if manifest.get("streaming", False):
         _fail("sequence_batching", "a streaming model cannot keep sequences")
+    if manifest.get("response_cache", False):
+        _fail("sequence_batching", "a sequence model's answers depend on its sequence's state: "
+              "they cannot be cached (response_cache)")
 
 
 def normalize_sequence_batching(sequence_batching):

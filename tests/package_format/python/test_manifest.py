@@ -166,6 +166,8 @@ class ManifestTest(unittest.TestCase):
                              sequence_batching=True)
         with self.assertRaisesRegex(ValueError, r"^sequence_batching: a streaming model"):
             M.build_manifest("net", 1, *io, streaming=True, sequence_batching=True)
+        with self.assertRaisesRegex(ValueError, r"^sequence_batching: .*cannot be cached"):
+            M.build_manifest("net", 1, *io, response_cache=True, sequence_batching=True)
 
     def test_build_manifest_accepts_tuples_and_names_bad_specs(self):
         m = M.build_manifest("net", 2, {"kind": "pickle"}, [("X", "fp32", (4,))],

@@ -68,6 +68,11 @@ TEST(ModelSettingsTest, SequenceBatchingRefusesDynamicBatchingStreamingAndZeroLi
   EXPECT_NE(s.status().message().find("cannot keep sequences"), std::string::npos);
 
   s = ResolveModelSettings(Plain(), With({{"sequence_batching", "true"},
+                                          {"response_cache", "true"}}), 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("cannot be cached (response_cache)"), std::string::npos);
+
+  s = ResolveModelSettings(Plain(), With({{"sequence_batching", "true"},
                                           {"max_concurrent_sequences", "0"}}), 2);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("must be >= 1"), std::string::npos);
