@@ -172,7 +172,8 @@ class Dispatcher {
     std::string key;
   };
   std::vector<std::vector<StateDrop>> slot_drops_;
-  /// Drops `drops` on `slot`, which this worker holds. REQUIRES: `lock` holds mu_ (released meanwhile).
+  /// Drops `drops` on `slot`, which this worker holds.
+  /// REQUIRES: `lock` holds mu_ (released meanwhile).
   void DropStates(size_t slot, std::vector<StateDrop> drops, std::unique_lock<std::mutex>& lock);
   Clock::time_point watchdog_wake_;                  // guarded by mu_
   bool draining_ = false;                            // guarded by mu_

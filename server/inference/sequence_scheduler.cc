@@ -16,8 +16,8 @@ std::string Seconds(std::chrono::microseconds d) {
 StatusOr<SequenceScheduler::Params> SequenceScheduler::ParamsOf(const InferenceRequest& r,
                                                                 const std::string& model) {
   Params p;
-  const Value* id = r.parameters.kind() == Value::Kind::kDict ? r.parameters.Find("sequence_id")
-                                                              : nullptr;
+  const Value* id =
+      r.parameters.kind() == Value::Kind::kDict ? r.parameters.Find("sequence_id") : nullptr;
   if (id != nullptr && id->kind() == Value::Kind::kInt) {
     // Unsigned: a gRPC uint64_param arrives as int64 bits.
     if (id->to_int() != 0) p.key = std::to_string(static_cast<uint64_t>(id->to_int()));
@@ -26,9 +26,11 @@ StatusOr<SequenceScheduler::Params> SequenceScheduler::ParamsOf(const InferenceR
   } else if (id != nullptr) {
     return InvalidArgument("model '" + model +
                            "': parameter sequence_id must be a non-zero integer or a non-empty "
-                           "string, got " + id->DebugString());
+                           "string, got " +
+                           id->DebugString());
   }
-  for (auto [name, flag] : {std::pair{"sequence_start", &p.start}, std::pair{"sequence_end", &p.end}}) {
+  for (auto [name, flag] :
+       {std::pair{"sequence_start", &p.start}, std::pair{"sequence_end", &p.end}}) {
     const Value* v = r.parameters.kind() == Value::Kind::kDict ? r.parameters.Find(name) : nullptr;
     if (v == nullptr) continue;
     if (v->kind() != Value::Kind::kBool) {
@@ -64,8 +66,7 @@ Status SequenceScheduler::Enqueue(RequestPtr* request) {
       return {StatusCode::kResourceExhausted,
               "model '" + model_ + "' has " + std::to_string(active_.size()) +
                   " active sequences, its limit (max_concurrent_sequences " +
-                  std::to_string(spec_.max_concurrent_sequences) +
-                  "); end one, or retry later"};
+                  std::to_string(spec_.max_concurrent_sequences) + "); end one, or retry later"};
     }
   } else if (it == active_.end()) {
     auto closed = closed_.find(p->key);
@@ -75,11 +76,12 @@ Status SequenceScheduler::Enqueue(RequestPtr* request) {
                              "sequence_start true");
     }
     if (closed != closed_.end()) {
-      return InvalidArgument(Name(p->key) + " timed out: it had no request for " +
-                             Seconds(std::chrono::microseconds(spec_.max_sequence_idle_microseconds)) +
-                             " s (max_sequence_idle_microseconds " +
-                             std::to_string(spec_.max_sequence_idle_microseconds) +
-                             ") and was ended; start it again with sequence_start true");
+      return InvalidArgument(
+          Name(p->key) + " timed out: it had no request for " +
+          Seconds(std::chrono::microseconds(spec_.max_sequence_idle_microseconds)) +
+          " s (max_sequence_idle_microseconds " +
+          std::to_string(spec_.max_sequence_idle_microseconds) +
+          ") and was ended; start it again with sequence_start true");
     }
     return InvalidArgument(Name(p->key) +
                            " was never started (or ended too long ago to be remembered): its "
@@ -89,8 +91,9 @@ Status SequenceScheduler::Enqueue(RequestPtr* request) {
     for (const RequestPtr& queued : queue_) {
       StatusOr<Params> q = ParamsOf(*queued, model_);
       if (q.ok() && q->key == p->key && q->end) {
-        return InvalidArgument(Name(p->key) + " has already ended (its sequence_end request is "
-                                              "queued)");
+        return InvalidArgument(Name(p->key) +
+                               " has already ended (its sequence_end request is "
+                               "queued)");
       }
     }
   }
@@ -111,10 +114,10 @@ std::vector<RequestPtr> SequenceScheduler::Next(size_t slot, Clock::time_point, 
                                                 Clock::time_point*) {
   std::vector<RequestPtr> one;
   if (running_.count(slot) > 0) return one;  // a nested call on this slot: never a sequence's
-  std::set<std::string> seen;  // sequences with an older request queued
+  std::set<std::string> seen;                // sequences with an older request queued
   for (auto q = queue_.begin(); q != queue_.end(); ++q) {
     StatusOr<Params> p = ParamsOf(**q, model_);
-    if (!p.ok()) continue;  // checked by Enqueue: cannot happen
+    if (!p.ok()) continue;                      // checked by Enqueue: cannot happen
     if (!seen.insert(p->key).second) continue;  // its sequence's requests run in order
     auto it = active_.find(p->key);
     if (it == active_.end()) continue;

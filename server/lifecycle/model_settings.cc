@@ -77,7 +77,8 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
       else if (key == "dynamic_batching") s.batching.dynamic = value == "true";
       else if (key == "response_cache") s.response_cache = value == "true";
       else if (key == "sequence_batching") s.sequences.enabled = value == "true";
-      else if (key == "max_sequence_idle_microseconds") s.sequences.max_sequence_idle_microseconds = n;
+      else if (key == "max_sequence_idle_microseconds")
+        s.sequences.max_sequence_idle_microseconds = n;
       else if (key == "max_concurrent_sequences") s.sequences.max_concurrent_sequences = n;
     }
   }
@@ -95,10 +96,12 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
                            "' streams its responses: they cannot be cached (response_cache=true)");
   }
   if (s.sequences.enabled) {
-    if (std::string problem = SequenceBatchingProblem(m, s.batching.dynamic, s.response_cache); !problem.empty()) {
+    std::string problem = SequenceBatchingProblem(m, s.batching.dynamic, s.response_cache);
+    if (!problem.empty()) {
       return InvalidArgument("model '" + m.name + "' has sequence_batching, but " + problem);
     }
-    if (s.sequences.max_sequence_idle_microseconds < 1 || s.sequences.max_concurrent_sequences < 1) {
+    if (s.sequences.max_sequence_idle_microseconds < 1 ||
+        s.sequences.max_concurrent_sequences < 1) {
       return InvalidArgument("model '" + m.name +
                              "': max_sequence_idle_microseconds and max_concurrent_sequences "
                              "must be >= 1");

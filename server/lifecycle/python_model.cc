@@ -168,7 +168,8 @@ void PythonModel::DropSequenceStates(size_t slot, const std::vector<std::string>
         .Call({Value(SequenceStateLoad(*this)), Value::List(std::move(names))});
   } catch (const std::exception& e) {
     // A state's own __del__ raising: the state is gone either way.
-    Log(LogLevel::kWarning, "model '" + manifest().name + "': dropping sequence states: " + e.what());
+    Log(LogLevel::kWarning,
+        "model '" + manifest().name + "': dropping sequence states: " + e.what());
   }
 }
 
@@ -177,7 +178,8 @@ void PythonModel::Release(size_t slot) {
     InterpreterSession session = pool_->AcquireAt(slot);
     try {
       // Every state of this load's sequences in this interpreter: they end with it.
-      session.Global(kRuntimeModule, "drop_sequence_states").Call({Value(SequenceStateLoad(*this)), Value()});
+      session.Global(kRuntimeModule, "drop_sequence_states")
+          .Call({Value(SequenceStateLoad(*this)), Value()});
     } catch (const std::exception&) {
       // Nothing to drop where the runtime never loaded (a failed Prepare).
     }

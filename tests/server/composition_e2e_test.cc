@@ -135,7 +135,8 @@ TEST_F(CompositionTest, ASequenceModelCannotBeCalledAndOtherModelsHaveNoSequence
   Start({"--model-config=double:sequence_batching=true"});
   std::string text = ProbeText("double_in_sequence");
   EXPECT_TRUE(Contains(text, R"("status": "INVALID_ARGUMENT")")) << text;
-  EXPECT_TRUE(Contains(text, "model 'double' keeps stateful sequences; manypy.infer cannot call it"))
+  EXPECT_TRUE(
+      Contains(text, "model 'double' keeps stateful sequences; manypy.infer cannot call it"))
       << text;
   EXPECT_EQ(ProbeText("state"), R"({"state": null, "sequence_id": null})");
 }

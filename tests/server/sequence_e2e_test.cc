@@ -186,16 +186,20 @@ TEST_F(SequenceTest, EachRefusalOverBothProtocolsSaysWhichAndIsCountedOnce) {
     refused += 2;
   };
   expect({}, grpc::StatusCode::INVALID_ARGUMENT, 400, "needs the parameter sequence_id");
-  expect({"55"}, grpc::StatusCode::INVALID_ARGUMENT, 400, "sequence 55 of model 'gru_stream' was never started");
-  expect({"never"}, grpc::StatusCode::INVALID_ARGUMENT, 400, "sequence 'never' of model 'gru_stream' was never started");
+  expect({"55"}, grpc::StatusCode::INVALID_ARGUMENT, 400,
+         "sequence 55 of model 'gru_stream' was never started");
+  expect({"never"}, grpc::StatusCode::INVALID_ARGUMENT, 400,
+         "sequence 'never' of model 'gru_stream' was never started");
 
   std::vector<float> fresh = Whole(x, "56");  // started and ended at once
-  expect({"56"}, grpc::StatusCode::INVALID_ARGUMENT, 400, "sequence 56 of model 'gru_stream' has already ended");
+  expect({"56"}, grpc::StatusCode::INVALID_ARGUMENT, 400,
+         "sequence 56 of model 'gru_stream' has already ended");
   expect({"56", false, true}, grpc::StatusCode::INVALID_ARGUMENT, 400, "has already ended");
 
   Run(x, {"1", true});
   Run(x, {"2", true});
-  expect({"1", true}, grpc::StatusCode::INVALID_ARGUMENT, 400, "sequence 1 of model 'gru_stream' is already active");
+  expect({"1", true}, grpc::StatusCode::INVALID_ARGUMENT, 400,
+         "sequence 1 of model 'gru_stream' is already active");
   expect({"3", true}, grpc::StatusCode::RESOURCE_EXHAUSTED, 429, "max_concurrent_sequences 2");
 
   // The server serves on: an end frees a place, and an ended id starts anew
@@ -209,7 +213,8 @@ TEST_F(SequenceTest, EachRefusalOverBothProtocolsSaysWhichAndIsCountedOnce) {
 }
 
 TEST_F(SequenceTest, AnIdleSequenceTimesOutWithAnInfoLineAndIsRefusedAsTimedOut) {
-  fs::path log = fs::temp_directory_path() / ("manypy_sequence_" + std::to_string(getpid()) + ".log");
+  fs::path log =
+      fs::temp_directory_path() / ("manypy_sequence_" + std::to_string(getpid()) + ".log");
   server_.set_stderr_path(log.string());
   Start({"--model-config=gru_stream:max_sequence_idle_microseconds=200000"});
   std::vector<float> x = Frames(4, 4);
@@ -224,7 +229,8 @@ TEST_F(SequenceTest, AnIdleSequenceTimesOutWithAnInfoLineAndIsRefusedAsTimedOut)
       << g.error_message();
   testing::HttpReply h = Http(x, {"tick"});
   EXPECT_EQ(h.status, 400) << h.body;
-  EXPECT_NE(h.body.find("sequence 'tick' of model 'gru_stream' timed out"), std::string::npos) << h.body;
+  EXPECT_NE(h.body.find("sequence 'tick' of model 'gru_stream' timed out"), std::string::npos)
+      << h.body;
   EXPECT_NE(h.body.find("max_sequence_idle_microseconds 200000"), std::string::npos) << h.body;
   // Started again, it begins from a zero state: the old one was dropped.
   ExpectNear(Run(x, {"9", true, true}), fresh);

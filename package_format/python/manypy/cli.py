@@ -117,6 +117,9 @@ def cmd_create(args):
         for unused in ("intern", "extern"):
             if common.pop(unused):
                 raise ValueError(f"--{unused}: a TorchScript archive has no Python modules")
+        if common.pop("sequence_batching"):
+            raise ValueError("--sequence-batching: only a Python model keeps per-sequence state "
+                             "(a TorchScript archive has no Python to keep it in)")
         manifest = torchscript.export(model, args.output_path, example_inputs=example,
                                       mode=args.torchscript, **common)
     elif args.as_factory:

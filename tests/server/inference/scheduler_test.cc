@@ -112,7 +112,8 @@ TEST(BatchingSchedulerTest, PreferredSizeStartsABatchAtOnce) {
     ASSERT_TRUE(b.Enqueue(&r).ok());
   }
   Clock::time_point wake = kNever;
-  EXPECT_EQ(b.Next(0, Clock::now(), false, &wake).size(), 2u);  // 3 queued: the largest preferred is 2
+  // 3 queued: the largest preferred is 2.
+  EXPECT_EQ(b.Next(0, Clock::now(), false, &wake).size(), 2u);
 }
 
 TEST(BatchingSchedulerTest, RaggedRequestsWaitForACompatibleBatch) {

@@ -220,8 +220,8 @@ TEST_F(SequenceSchedulerTest, ReadsUnsignedIdsAndRefusesNonBoolFlags) {
   auto p = SequenceScheduler::ParamsOf(*r, "gru");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->key, "18446744073709551615");
-  r->parameters = Value::Dict({{Value("sequence_id"), Value(int64_t{1})},
-                               {Value("sequence_start"), Value(int64_t{1})}});
+  r->parameters = Value::Dict(
+      {{Value("sequence_id"), Value(int64_t{1})}, {Value("sequence_start"), Value(int64_t{1})}});
   EXPECT_EQ(SequenceScheduler::ParamsOf(*r, "gru").status().code(), StatusCode::kInvalidArgument);
 }
 
@@ -277,7 +277,8 @@ TEST(SequenceDispatchTest, ASequenceRunsInOrderOnOneSlotAndItsStateIsDroppedTher
   ASSERT_TRUE(answers->Wait(2 * n));
   for (const auto& a : answers->Get()) EXPECT_TRUE(a.status.ok()) << a.status.ToString();
   std::map<int, std::vector<std::pair<size_t, float>>> by_sequence;
-  for (const auto& [slot, v] : model->ran()) by_sequence[static_cast<int>(v) / 10].emplace_back(slot, v);
+  for (const auto& [slot, v] : model->ran())
+    by_sequence[static_cast<int>(v) / 10].emplace_back(slot, v);
   for (int s : {1, 2}) {
     const auto& runs = by_sequence[s];
     ASSERT_EQ(runs.size(), static_cast<size_t>(n));

@@ -25,9 +25,11 @@ TEST(ModelSettingsTest, SequenceBatchingComesFromTheManifestOrAnOverride) {
   ASSERT_TRUE(s.ok());
   EXPECT_FALSE(s->sequences.enabled);
 
-  s = ResolveModelSettings(m, With({{"sequence_batching", "true"},
-                                    {"max_sequence_idle_microseconds", "2500"},
-                                    {"max_concurrent_sequences", "3"}}), 2);
+  s = ResolveModelSettings(m,
+                           With({{"sequence_batching", "true"},
+                                 {"max_sequence_idle_microseconds", "2500"},
+                                 {"max_concurrent_sequences", "3"}}),
+                           2);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_TRUE(s->sequences.enabled);
   EXPECT_EQ(s->sequences.max_sequence_idle_microseconds, 2500);
@@ -57,8 +59,8 @@ TEST(ModelSettingsTest, SequenceBatchingRefusesDynamicBatchingStreamingAndZeroLi
             std::string::npos)
       << s.status().message();
   // Turning dynamic batching off on the command line makes it fit.
-  EXPECT_TRUE(ResolveModelSettings(m, With({{"sequence_batching", "true"},
-                                            {"dynamic_batching", "false"}}), 2)
+  EXPECT_TRUE(ResolveModelSettings(
+                  m, With({{"sequence_batching", "true"}, {"dynamic_batching", "false"}}), 2)
                   .ok());
 
   Manifest streaming = Plain();
@@ -67,13 +69,13 @@ TEST(ModelSettingsTest, SequenceBatchingRefusesDynamicBatchingStreamingAndZeroLi
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("cannot keep sequences"), std::string::npos);
 
-  s = ResolveModelSettings(Plain(), With({{"sequence_batching", "true"},
-                                          {"response_cache", "true"}}), 2);
+  s = ResolveModelSettings(Plain(),
+                           With({{"sequence_batching", "true"}, {"response_cache", "true"}}), 2);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("cannot be cached (response_cache)"), std::string::npos);
 
-  s = ResolveModelSettings(Plain(), With({{"sequence_batching", "true"},
-                                          {"max_concurrent_sequences", "0"}}), 2);
+  s = ResolveModelSettings(
+      Plain(), With({{"sequence_batching", "true"}, {"max_concurrent_sequences", "0"}}), 2);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("must be >= 1"), std::string::npos);
   EXPECT_EQ(CheckModelSetting("sequence_batching", "yes").code(), StatusCode::kInvalidArgument);
