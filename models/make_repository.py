@@ -45,6 +45,7 @@ MODELS = (
     "tiny_decoder",
     "char_lm",
     "detect_and_classify",
+    "gru_stream",
 )
 
 

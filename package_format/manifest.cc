@@ -207,7 +207,39 @@ Status ParseBatching(const JsonFields& top, Manifest* m) {
   return Status::Ok();
 }
 
+Status ParseSequenceBatching(const JsonFields& top, Manifest* m) {
+  StatusOr<const json*> obj = top.Object("sequence_batching", false);
+  if (!obj.ok() || *obj == nullptr) return obj.status();
+  SequenceBatchingSpec& s = m->sequence_batching;
+  s.enabled = true;
+  JsonFields f(top.archive(), **obj, "sequence_batching.");
+  MANYPY_RETURN_IF_ERROR(f.Only({"max_sequence_idle_microseconds", "max_concurrent_sequences"}));
+  MANYPY_RETURN_IF_ERROR(
+      f.Int("max_sequence_idle_microseconds", false, &s.max_sequence_idle_microseconds));
+  if (s.max_sequence_idle_microseconds < 1)
+    return f.Error("max_sequence_idle_microseconds", "must be >= 1");
+  MANYPY_RETURN_IF_ERROR(f.Int("max_concurrent_sequences", false, &s.max_concurrent_sequences));
+  if (s.max_concurrent_sequences < 1) return f.Error("max_concurrent_sequences", "must be >= 1");
+  std::string problem = SequenceBatchingProblem(*m, m->batching.dynamic, m->response_cache);
+  if (!problem.empty()) return top.Error("sequence_batching", problem);
+  return Status::Ok();
+}
+
 }  // namespace
+
+std::string SequenceBatchingProblem(const Manifest& m, bool dynamic, bool response_cache) {
+  if (m.platform != kPythonPlatform)
+    return "only a Python model (platform " + std::string(kPythonPlatform) +
+           ") keeps per-sequence state";
+  if (dynamic)
+    return "a sequence model runs one request of a sequence at a time: it cannot also batch "
+           "dynamically (batching.dynamic)";
+  if (m.streaming) return "a streaming model cannot keep sequences";
+  if (response_cache)
+    return "a sequence model's answers depend on its sequence's state: they cannot be cached "
+           "(response_cache)";
+  return "";
+}
 
 StatusOr<Manifest> ParseManifest(const std::string& json_text,
                                  const std::string& archive_for_errors) {
@@ -226,7 +258,7 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
       "schema_version", "name", "version", "platform", "entry_point", "method", "inputs",
       "outputs", "max_batch_size", "batching", "instance_count", "max_queue_size",
       "max_execution_seconds", "default_timeout_microseconds", "device", "description",
-      "streaming", "response_cache"};
+      "streaming", "response_cache", "sequence_batching"};
   if (m.schema_version >= 2) fields.push_back("packaged_with");
   MANYPY_RETURN_IF_ERROR(f.Only(fields));
   if (m.schema_version >= 2) MANYPY_RETURN_IF_ERROR(ParsePackagedWith(f, &m.packaged_with));
@@ -279,6 +311,7 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
   MANYPY_RETURN_IF_ERROR(f.Bool("response_cache", &m.response_cache));
   std::string problem = StreamingProblem(m);
   if (!problem.empty()) return f.Error("streaming", problem);
+  MANYPY_RETURN_IF_ERROR(ParseSequenceBatching(f, &m));
   return m;
 }
 

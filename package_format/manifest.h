@@ -26,6 +26,18 @@ struct BatchingSpec {
   bool operator==(const BatchingSpec& o) const;
 };
 
+/// Stateful sequences (Triton's sequence batcher, direct strategy): the
+/// requests of one sequence run in order on one interpreter, and the model's
+/// Python keeps a state per sequence (manypy.request.state).
+struct SequenceBatchingSpec {
+  bool enabled = false;  ///< the manifest has a `sequence_batching` object
+  /// A sequence with no request for this long is ended (its state dropped).
+  int64_t max_sequence_idle_microseconds = 1000000;
+  /// Sequences of the model active at once; a start beyond is refused.
+  int64_t max_concurrent_sequences = 256;
+  bool operator==(const SequenceBatchingSpec& o) const;
+};
+
 /// How the server gets the model object out of the archive.
 struct EntryPoint {
   std::string kind = "pickle";         ///< "pickle", "factory" or "torchscript"
@@ -77,6 +89,7 @@ struct Manifest {
   /// The server may answer a request equal to an earlier one from its
   /// response cache (the model is a pure function of its inputs).
   bool response_cache = false;
+  SequenceBatchingSpec sequence_batching;
   PackagedWith packaged_with;  ///< required from schema version 2
   bool operator==(const Manifest& o) const;
 };
@@ -101,6 +114,13 @@ std::string DynamicBatchingProblem(bool dynamic, int64_t max_batch_size);
 /// batching (each request's generator yields its own responses). Empty when
 /// they hold (or the model does not stream), else why not.
 std::string StreamingProblem(const Manifest& manifest);
+
+/// The sequence rules, the one place they are written (the manifest and
+/// --model-config overrides): only a Python model keeps per-sequence state,
+/// never one that batches dynamically or whose answers are cached (`dynamic`,
+/// `response_cache`: the settings in force), nor one that streams. Empty when
+/// they hold, else why not.
+std::string SequenceBatchingProblem(const Manifest& manifest, bool dynamic, bool response_cache);
 
 /// Ok when a server running PyTorch `server_torch` (e.g. "1.13.1") can load an archive
 /// with `manifest`: one packaged under a newer major.minor PyTorch cannot be (its pickles

@@ -47,6 +47,10 @@ std::string ManifestToJson(const Manifest& m) {
   // Written only when set: a reader that predates the field loads the rest.
   if (m.streaming) j["streaming"] = true;
   if (m.response_cache) j["response_cache"] = true;
+  if (m.sequence_batching.enabled)
+    j["sequence_batching"] = {
+        {"max_sequence_idle_microseconds", m.sequence_batching.max_sequence_idle_microseconds},
+        {"max_concurrent_sequences", m.sequence_batching.max_concurrent_sequences}};
   if (m.schema_version >= 2)
     j["packaged_with"] = {{"torch", m.packaged_with.torch},
                           {"python", m.packaged_with.python},
@@ -62,6 +66,10 @@ bool BatchingSpec::operator==(const BatchingSpec& o) const {
   return std::tie(dynamic, preferred_batch_sizes, max_queue_delay_microseconds) ==
          std::tie(o.dynamic, o.preferred_batch_sizes, o.max_queue_delay_microseconds);
 }
+bool SequenceBatchingSpec::operator==(const SequenceBatchingSpec& o) const {
+  return std::tie(enabled, max_sequence_idle_microseconds, max_concurrent_sequences) ==
+         std::tie(o.enabled, o.max_sequence_idle_microseconds, o.max_concurrent_sequences);
+}
 bool EntryPoint::operator==(const EntryPoint& o) const {
   return std::tie(kind, package, resource, module, function, weights_package, weights_resource) ==
          std::tie(o.kind, o.package, o.resource, o.module, o.function, o.weights_package,
@@ -74,11 +82,12 @@ bool Manifest::operator==(const Manifest& o) const {
   return std::tie(schema_version, name, version, platform, entry_point, method, inputs, outputs,
                   max_batch_size, batching, instance_count, max_queue_size,
                   max_execution_seconds, default_timeout_microseconds, device, description,
-                  streaming, response_cache, packaged_with) ==
+                  streaming, response_cache, sequence_batching, packaged_with) ==
          std::tie(o.schema_version, o.name, o.version, o.platform, o.entry_point, o.method,
                   o.inputs, o.outputs, o.max_batch_size, o.batching, o.instance_count, o.max_queue_size,
                   o.max_execution_seconds, o.default_timeout_microseconds, o.device,
-                  o.description, o.streaming, o.response_cache, o.packaged_with);
+                  o.description, o.streaming, o.response_cache, o.sequence_batching,
+                  o.packaged_with);
 }
 
 }  // namespace manypy

@@ -234,7 +234,9 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              max_execution_seconds, default_timeout_microseconds,
                              warmup_runs, dynamic_batching (true/false),
                              max_queue_delay_microseconds, response_cache
-                             (true/false)
+                             (true/false), sequence_batching (true/false),
+                             max_sequence_idle_microseconds,
+                             max_concurrent_sequences
   --log-level=LEVEL          error, warning, info (default) or verbose
   --log-format=FORMAT        text (default) or json: one JSON object per line
                              ({"ts", "level", "msg"}) on stderr

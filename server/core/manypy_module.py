@@ -25,7 +25,11 @@ out to several models; calls not waited for are waited for when the model's
 call returns.
 
 request: the running request: id, parameters (a dict), seconds_left (None
-without a deadline), client_left (every client has gone: stop early).
+without a deadline), client_left (every client has gone: stop early);
+for a model with sequence_batching, state: the request's sequence's own
+dict, the same object for each request of the sequence (kept in this
+interpreter, where all of them run), dropped when the sequence ends or times
+out; sequence_id. Both are None for other models.
 
 log.info / log.warning / log.error / log.verbose(message, **fields): a line
 in the server's log, in its format (text, or JSON with the fields), naming
@@ -194,11 +198,43 @@ def _end():
             pass
 
 
+# (load, sequence key) -> the sequence's state dict. The host names both
+# (python_services.cc) and drops entries (_drop_states) as sequences end or
+# time out, and all of a load's as the model leaves this interpreter.
+_sequence_states = {}
+
+
+def _drop_states(load, keys):
+    """The model runtime: drops those sequences' states (keys None: every
+    sequence of `load`)."""
+    if keys is None:
+        for key in [k for k in _sequence_states if k[0] == load]:
+            del _sequence_states[key]
+        return
+    for key in keys:
+        _sequence_states.pop((load, key), None)
+
+
 class _Request:
     """manypy.request: the request the model is running now."""
 
     def _get(self, key):
         return _call("request", {})[key]
+
+    @property
+    def state(self):
+        """The sequence's state (a dict kept between its requests), or None
+        for a model without sequence_batching."""
+        r = _call("request", {})
+        if r["sequence"] is None:
+            return None
+        return _sequence_states.setdefault((r["load"], r["sequence"]), {})
+
+    @property
+    def sequence_id(self):
+        """The request's sequence_id parameter (an int or a str), or None."""
+        r = _call("request", {})
+        return r["parameters"].get("sequence_id") if r["sequence"] is not None else None
 
     @property
     def id(self):

@@ -62,6 +62,12 @@ void FillModelConfig(const Manifest& m, const ModelSettings& settings,
   if (m.streaming) c->mutable_model_transaction_policy()->set_decoupled(true);
   // As the model's settings ask (whether the server has a cache is its own flag).
   if (settings.response_cache) c->mutable_response_cache()->set_enable(true);
+  if (settings.sequences.enabled) {
+    auto* seq = c->mutable_sequence_batching();
+    seq->set_max_sequence_idle_microseconds(
+        static_cast<uint64_t>(settings.sequences.max_sequence_idle_microseconds));
+    seq->mutable_direct();
+  }
   for (const auto& in : m.inputs) {
     auto* i = c->add_input();
     i->set_name(in.name);

@@ -6,6 +6,7 @@
 #include "server/core/manypy_module_source.h"
 #include "server/inference/execution_context.h"
 #include "server/inference/prepare_values.h"
+#include "server/inference/sequence_scheduler.h"
 #include "server/log.h"
 
 namespace manypy {
@@ -116,6 +117,12 @@ StatusOr<std::shared_ptr<PythonServices::NestedCall>> PythonServices::Start(size
   if (m.streaming) {
     return InvalidArgument("model '" + name + "' streams its responses; manypy.infer takes one "
                            "response (call a model that returns its outputs)");
+  }
+  if (call->model->queue()->sequences().enabled) {
+    // Its sequences are pinned to interpreters: the caller's worker could
+    // not run the callee here, and might wait on itself.
+    return InvalidArgument("model '" + name + "' keeps stateful sequences; manypy.infer cannot "
+                           "call it (a client's sequence requests can)");
   }
 
   auto request = std::make_unique<InferenceRequest>();
@@ -239,8 +246,17 @@ StatusOr<Value> PythonServices::Request(size_t interpreter, const Value&) const 
   }
   Value::Items ids;
   for (const auto& req : requests) ids.emplace_back(req->id);
-  const Manifest& m = (*caller)->model->manifest();
+  const DispatchedModel& model = *(*caller)->model;
+  const Manifest& m = model.manifest();
+  // The sequence's key, which with the load names its state (none: no state).
+  Value sequence;
+  if (model.sequences().enabled) {
+    StatusOr<SequenceScheduler::Params> p = SequenceScheduler::ParamsOf(first, m.name);
+    if (p.ok() && !p->key.empty()) sequence = Value(p->key);
+  }
   return Value::Dict({
+      {Value("sequence"), sequence},
+      {Value("load"), Value(SequenceStateLoad(model.executable()))},
       {Value("id"), Value(first.id)},
       {Value("ids"), Value::List(std::move(ids))},
       {Value("parameters"), first.parameters},

@@ -37,20 +37,6 @@ Status ShapeOf(const std::string& field, const rapidjson::Value& v, std::vector<
   return check(v, 0);
 }
 
-void SetParameter(const rapidjson::Value& v, inference::InferParameter* p) {
-  if (v.IsBool()) {
-    p->set_bool_param(v.GetBool());
-  } else if (v.IsInt64()) {
-    p->set_int64_param(v.GetInt64());
-  } else if (v.IsNumber()) {
-    p->set_double_param(v.GetDouble());
-  } else if (v.IsString()) {
-    p->set_string_param(std::string(v.GetString(), v.GetStringLength()));
-  } else {
-    p->set_string_param(JsonText(v));
-  }
-}
-
 }  // namespace
 
 Status DecodeGenerateRequest(std::string_view body, const inference::ModelMetadataResponse& metadata,
@@ -79,7 +65,7 @@ Status DecodeGenerateRequest(std::string_view body, const inference::ModelMetada
       for (const auto& p : value.GetObject()) {
         std::string key(p.name.GetString(), p.name.GetStringLength());
         if (key == "timeout" && p.value.IsInt64()) *timeout_us = p.value.GetInt64();
-        SetParameter(p.value, &(*wire->mutable_parameters())[key]);
+        JsonToParameter(p.value, &(*wire->mutable_parameters())[key]);
       }
       continue;
     }

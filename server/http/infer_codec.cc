@@ -166,6 +166,15 @@ Status DecodeInferRequest(std::string_view body, std::optional<size_t> json_leng
   auto timeout = IntParameter(params, "timeout", "request");
   if (!timeout.ok()) return timeout.status();
   out->timeout_us = timeout->value_or(0);
+  // The rest reach the model as gRPC's do (manypy.request.parameters;
+  // sequence_id, sequence_start, sequence_end for a sequence model).
+  if (params != nullptr) {
+    for (auto p = params->MemberBegin(); p != params->MemberEnd(); ++p) {
+      std::string key(p->name.GetString(), p->name.GetStringLength());
+      if (key == "binary_data_output") continue;  // how this response is encoded
+      JsonToParameter(p->value, &(*wire.mutable_parameters())[key]);
+    }
+  }
 
   MANYPY_ASSIGN_MEMBER(inputs, doc, "inputs", "request", rapidjson::kArrayType, "an array");
   if (inputs == nullptr) return InvalidArgument("the request has no 'inputs'");

@@ -90,4 +90,20 @@ std::string JsonText(const rapidjson::Value& value) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
+void JsonToParameter(const rapidjson::Value& v, inference::InferParameter* p) {
+  if (v.IsBool()) {
+    p->set_bool_param(v.GetBool());
+  } else if (v.IsInt64()) {
+    p->set_int64_param(v.GetInt64());
+  } else if (v.IsUint64()) {  // a sequence_id past int64's range
+    p->set_uint64_param(v.GetUint64());
+  } else if (v.IsNumber()) {
+    p->set_double_param(v.GetDouble());
+  } else if (v.IsString()) {
+    p->set_string_param(std::string(v.GetString(), v.GetStringLength()));
+  } else {
+    p->set_string_param(JsonText(v));
+  }
+}
+
 }  // namespace manypy

@@ -8,6 +8,8 @@
 #include <google/protobuf/message.h>
 #include <rapidjson/document.h>
 
+#include "proto/grpc_service.pb.h"
+
 namespace manypy {
 
 /// `message` as a JSON object in `doc`'s allocator.
@@ -16,5 +18,10 @@ rapidjson::Value ProtoToJson(const google::protobuf::Message& message,
 
 /// A JSON document as compact text.
 std::string JsonText(const rapidjson::Value& value);
+
+/// A request parameter's JSON value as the protocol's InferParameter: a bool,
+/// an integer (int64, else uint64), another number (double) or a string;
+/// anything else as its JSON text.
+void JsonToParameter(const rapidjson::Value& value, inference::InferParameter* parameter);
 
 }  // namespace manypy

@@ -4,7 +4,7 @@
 
 namespace manypy {
 
-std::vector<RequestPtr> BatchingScheduler::Next(Clock::time_point now, bool model_idle,
+std::vector<RequestPtr> BatchingScheduler::Next(size_t, Clock::time_point now, bool model_idle,
                                                 Clock::time_point* wake) {
   std::vector<RequestPtr> batch;
   if (queue_.empty()) return batch;

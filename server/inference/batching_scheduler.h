@@ -26,7 +26,7 @@ class BatchingScheduler final : public Scheduler {
         max_batch_size_(max_batch_size),
         spec_(std::move(spec)) {}
 
-  std::vector<RequestPtr> Next(Clock::time_point now, bool model_idle,
+  std::vector<RequestPtr> Next(size_t slot, Clock::time_point now, bool model_idle,
                                Clock::time_point* wake) override;
 
  private:

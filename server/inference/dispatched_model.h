@@ -19,6 +19,8 @@ struct ModelLimits {
   size_t instance_count = 1;
   /// A call running longer is interrupted; zero: no limit.
   std::chrono::microseconds max_execution{std::chrono::seconds(60)};
+  /// Stateful sequences (`enabled`): their idle timeout and concurrency limit.
+  SequenceBatchingSpec sequences;
 };
 
 class DispatchedModel {
@@ -36,6 +38,7 @@ class DispatchedModel {
 
   const Manifest& manifest() const { return manifest_; }
   const ModelLimits& limits() const { return limits_; }
+  const SequenceBatchingSpec& sequences() const { return limits_.sequences; }
   Executable& executable() const { return *executable_; }
   InferenceStats& stats() const { return *stats_; }
 

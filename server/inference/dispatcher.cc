@@ -6,6 +6,7 @@
 #include "server/inference/batch_assembly.h"
 #include "server/inference/execution_context.h"
 #include "server/inference/inference_observer.h"
+#include "server/log.h"
 
 namespace manypy {
 namespace {
@@ -22,12 +23,22 @@ std::string Seconds(std::chrono::microseconds d) {
   return text;
 }
 
+void LogSequenceTimedOut(const DispatchedModel& model, const Scheduler::ClosedSequence& c) {
+  const Manifest& m = model.manifest();
+  Log(LogLevel::kInfo, "model '" + m.name + "' version " + std::to_string(m.version) +
+                           ": sequence " + c.key + " timed out after " + Seconds(c.idle) +
+                           " s without a request (max_sequence_idle_microseconds " +
+                           std::to_string(model.sequences().max_sequence_idle_microseconds) +
+                           "); its state is dropped");
+}
+
 }  // namespace
 
 Dispatcher::Dispatcher(Options options)
     : options_(options),
       slot_executing_(options.slots, false),
-      slot_held_(options.slots, false) {
+      slot_held_(options.slots, false),
+      slot_drops_(options.slots) {
   for (size_t slot = 0; slot < options_.slots; ++slot) {
     workers_.emplace_back([this, slot] { Work(slot); });
   }
@@ -104,12 +115,18 @@ RequestPtr Dispatcher::Submit(const std::shared_ptr<DispatchedModel>& model, Req
     FinishRequest(*model, std::move(request), status, {}, 0);
     return nullptr;
   }
-  if (wake_worker) work_cv_.notify_one();
+  // A request pinned to one slot (a sequence's) needs that slot's worker:
+  // any one woken might be another's.
+  if (model->scheduler_->pins_slots()) {
+    work_cv_.notify_all();
+  } else if (wake_worker) {
+    work_cv_.notify_one();
+  }
   return nullptr;
 }
 
 Dispatcher::ExecutionPtr Dispatcher::FindWork(
-    Clock::time_point now, Clock::time_point* wake,
+    size_t slot, Clock::time_point now, Clock::time_point* wake,
     std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired) {
   // Round robin from the model after the last one served: a hot model cannot
   // starve a cold one.
@@ -121,7 +138,7 @@ Dispatcher::ExecutionPtr Dispatcher::FindWork(
     Clock::time_point ignored = Clock::time_point::max();
     model->scheduler_->Expire(now, &gone, &ignored);
     for (auto& r : gone) expired->emplace_back(model, std::move(r));
-    std::vector<RequestPtr> batch = model->scheduler_->Next(now, model->running_ == 0, wake);
+    std::vector<RequestPtr> batch = model->scheduler_->Next(slot, now, model->running_ == 0, wake);
     if (batch.empty()) continue;
     cursor_ = (index + 1) % models_.size();
     auto execution = std::make_shared<Execution>();
@@ -145,10 +162,14 @@ void Dispatcher::Work(size_t slot) {
       slot_cv_.wait(lock);
       continue;
     }
+    if (!slot_drops_[slot].empty() && !stopping_) {  // at shutdown they go with the models
+      DropStates(slot, std::exchange(slot_drops_[slot], {}), lock);
+      continue;
+    }
     Clock::time_point now = Clock::now();
     Clock::time_point wake = Clock::time_point::max();
     std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> expired;
-    ExecutionPtr execution = FindWork(now, &wake, &expired);
+    ExecutionPtr execution = FindWork(slot, now, &wake, &expired);
     if (!expired.empty()) {
       lock.unlock();
       for (auto& [model, r] : expired) Expire(*model, std::move(r));
@@ -197,16 +218,42 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution, std::unique
     Run(slot, *execution);
   }
   lock.lock();
+  std::vector<std::string> ended = model.scheduler_->ExecutionEnded(slot, Clock::now());
+  if (!ended.empty()) {
+    // A sequence ended: its state goes now, from the interpreter that held
+    // it, before this slot starts anything else.
+    lock.unlock();
+    model.executable().DropSequenceStates(slot, ended);
+    lock.lock();
+  }
   slot_executing_[slot] = was_executing;
   running_.erase(execution);
   model.running_--;
   LeaveIfDrained(execution->model);
   // A model at its instance limit may run again: wake a worker for it only
   // when it has work queued (a wake-up for nothing costs the running worker
-  // a context switch on a small machine: this worker looks for work itself).
-  if (model.scheduler_->queued() > 0) work_cv_.notify_one();
+  // a context switch on a small machine: this worker looks for work itself);
+  // every worker when its work may be pinned to another slot.
+  if (model.scheduler_->queued() > 0) {
+    if (model.scheduler_->pins_slots()) {
+      work_cv_.notify_all();
+    } else {
+      work_cv_.notify_one();
+    }
+  }
   slot_cv_.notify_all();  // RunOnSlot may be waiting for this slot
   if (nested_waiting_ > 0) nested_cv_.notify_all();  // a nested request's model may run again
+}
+
+void Dispatcher::DropStates(size_t slot, std::vector<StateDrop> drops,
+                            std::unique_lock<std::mutex>& lock) {
+  slot_executing_[slot] = true;  // RunOnSlot waits for it, as for a call
+  lock.unlock();
+  for (const StateDrop& d : drops) d.model->executable().DropSequenceStates(slot, {d.key});
+  drops.clear();  // the models' last references may go here, outside mu_
+  lock.lock();
+  slot_executing_[slot] = false;
+  slot_cv_.notify_all();
 }
 
 void Dispatcher::WaitNested(size_t slot, const std::shared_ptr<DispatchedModel>& model,
@@ -452,13 +499,23 @@ void Dispatcher::Watch() {
       if (watch_clients) wake = std::min(wake, e->deadline);
     }
     std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> expired;
+    std::vector<std::pair<std::shared_ptr<DispatchedModel>, Scheduler::ClosedSequence>> idle;
     for (const auto& model : models_) {
       std::vector<RequestPtr> gone;
       model->scheduler_->Expire(now, &gone, &wake);
       for (auto& r : gone) expired.emplace_back(model, std::move(r));
+      std::vector<Scheduler::ClosedSequence> closed;
+      model->scheduler_->CloseIdle(now, &closed, &wake);
+      for (auto& c : closed) {
+        if (c.bound) slot_drops_[c.slot].push_back({model, c.key});
+        idle.emplace_back(model, std::move(c));
+      }
     }
-    if (!overdue.empty() || !expired.empty()) {
+    if (!idle.empty()) work_cv_.notify_all();  // the slots' workers drop the states
+    if (!overdue.empty() || !expired.empty() || !idle.empty()) {
       lock.unlock();
+      for (auto& [model, c] : idle) LogSequenceTimedOut(*model, c);
+      idle.clear();
       for (auto& e : overdue) e->hook.Fire();  // asynchronous: takes no GIL here
       for (auto& [model, r] : expired) Expire(*model, std::move(r));
       lock.lock();

@@ -130,9 +130,9 @@ class Dispatcher {
   /// on `slot` on this thread, and ends it. REQUIRES: `lock` holds mu_ (released while it runs).
   void Execute(size_t slot, const std::shared_ptr<Execution>& execution,
                std::unique_lock<std::mutex>& lock);
-  /// The next execution any free worker may start, or null; REQUIRES: mu_.
+  /// The next execution the free worker of `slot` may start, or null; REQUIRES: mu_.
   /// Expired requests found on the way go to `expired`.
-  ExecutionPtr FindWork(Clock::time_point now, Clock::time_point* wake,
+  ExecutionPtr FindWork(size_t slot, Clock::time_point now, Clock::time_point* wake,
                         std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired);
   void LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model);  // REQUIRES: mu_
   /// Nothing queued or running in any model. REQUIRES: mu_.
@@ -165,6 +165,16 @@ class Dispatcher {
   std::set<ExecutionPtr> running_;                   // guarded by mu_
   std::vector<bool> slot_executing_;                 // guarded by mu_: per slot
   std::vector<bool> slot_held_;                      // guarded by mu_: per slot, by RunOnSlot
+  /// Guarded by mu_: per slot, the states of sequences that timed out, for
+  /// that slot's worker to drop in its interpreter (only it may enter it).
+  struct StateDrop {
+    std::shared_ptr<DispatchedModel> model;
+    std::string key;
+  };
+  std::vector<std::vector<StateDrop>> slot_drops_;
+  /// Drops `drops` on `slot`, which this worker holds.
+  /// REQUIRES: `lock` holds mu_ (released meanwhile).
+  void DropStates(size_t slot, std::vector<StateDrop> drops, std::unique_lock<std::mutex>& lock);
   Clock::time_point watchdog_wake_;                  // guarded by mu_
   bool draining_ = false;                            // guarded by mu_
   bool stopping_ = false;                            // guarded by mu_

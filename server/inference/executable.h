@@ -107,6 +107,12 @@ class Executable {
     (void)slot, (void)inputs, (void)hook, (void)sink, (void)error_type;
     return Internal("this model does not stream its responses");
   }
+  /// Drops, in interpreter slot `slot`, the states of the sequences named by
+  /// `keys` (manypy.request.state: they ended or timed out). Called by the
+  /// worker of `slot` between calls. Nothing to do by default.
+  virtual void DropSequenceStates(size_t slot, const std::vector<std::string>& keys) {
+    (void)slot, (void)keys;
+  }
   /// Whether firing the hook stops a running call (Python can be interrupted;
   /// a TorchScript call cannot and runs to its end).
   virtual bool interruptible() const { return true; }
@@ -114,5 +120,12 @@ class Executable {
   /// default nothing is known (a fake in unit tests sets what it pretends).
   virtual MemoryFootprint Memory() const { return {}; }
 };
+
+/// What names one loaded model's sequence states in its interpreters (with
+/// each sequence's key): the load's address, unique while it lives, so a
+/// reload's new load never sees the old one's states.
+inline int64_t SequenceStateLoad(const Executable& model) {
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(&model));
+}
 
 }  // namespace manypy

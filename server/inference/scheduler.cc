@@ -45,7 +45,7 @@ std::vector<RequestPtr> Scheduler::TakeAll() {
   return all;
 }
 
-std::vector<RequestPtr> FifoScheduler::Next(Clock::time_point, bool, Clock::time_point*) {
+std::vector<RequestPtr> FifoScheduler::Next(size_t, Clock::time_point, bool, Clock::time_point*) {
   std::vector<RequestPtr> one;
   if (queue_.empty()) return one;
   one.push_back(std::move(queue_.front()));

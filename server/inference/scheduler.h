@@ -1,8 +1,10 @@
 // Scheduler: one model version's bounded queue and how executions form from it
-// (FifoScheduler: one request per call; BatchingScheduler: several).
+// (FifoScheduler: one request per call; BatchingScheduler: several;
+// SequenceScheduler: one request of a stateful sequence on its interpreter).
 // Not thread-safe: the Dispatcher calls every method under its lock.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <string>
@@ -24,14 +26,40 @@ class Scheduler {
 
   /// Queues `*request` (moving from it). RESOURCE_EXHAUSTED naming the model
   /// and the limit when max_queue_size requests are queued already; then
-  /// `*request` is left as it was.
-  Status Enqueue(RequestPtr* request);
+  /// `*request` is left as it was (and so for any other refusal).
+  virtual Status Enqueue(RequestPtr* request);
 
-  /// The requests to run as one execution now, or none if none should start
-  /// yet; then `*wake` is lowered to when one might. `model_idle`: no
-  /// execution of this model is running.
-  virtual std::vector<RequestPtr> Next(Clock::time_point now, bool model_idle,
+  /// The requests to run as one execution now on interpreter slot `slot`,
+  /// or none if none should start yet; then `*wake` is lowered to when one
+  /// might. `model_idle`: no execution of this model is running.
+  virtual std::vector<RequestPtr> Next(size_t slot, Clock::time_point now, bool model_idle,
                                        Clock::time_point* wake) = 0;
+
+  /// The execution that Next handed to `slot` has ended (its requests
+  /// answered). Returns the keys of the sequence states to drop on `slot`
+  /// (manypy.request.state of a sequence that ended). None by default.
+  virtual std::vector<std::string> ExecutionEnded(size_t slot, Clock::time_point now) {
+    (void)slot, (void)now;
+    return {};
+  }
+
+  /// A sequence the scheduler ended by itself: idle past its limit.
+  struct ClosedSequence {
+    std::string key;    ///< as manypy.request.state knows it; also how messages name it
+    bool bound = false;  ///< it ran on an interpreter: `slot` holds its state
+    size_t slot = 0;
+    std::chrono::microseconds idle{0};  ///< how long it had no request
+  };
+  /// Ends the sequences idle past their limit at `now` into `*closed`;
+  /// lowers `*wake` to when the next one would be. Nothing by default.
+  virtual void CloseIdle(Clock::time_point now, std::vector<ClosedSequence>* closed,
+                         Clock::time_point* wake) {
+    (void)now, (void)closed, (void)wake;
+  }
+
+  /// Whether Next hands some requests only to one slot: then every worker
+  /// must be woken for new work, not just any one.
+  virtual bool pins_slots() const { return false; }
 
   /// Moves out the requests whose deadline has passed or whose client gave
   /// up; lowers `*wake` to the earliest deadline still queued.
@@ -54,7 +82,7 @@ class Scheduler {
 class FifoScheduler final : public Scheduler {
  public:
   using Scheduler::Scheduler;
-  std::vector<RequestPtr> Next(Clock::time_point now, bool model_idle,
+  std::vector<RequestPtr> Next(size_t slot, Clock::time_point now, bool model_idle,
                                Clock::time_point* wake) override;
 };
 

@@ -4,6 +4,7 @@
 
 #include "server/inference/batching_scheduler.h"
 #include "server/inference/inference_observer.h"
+#include "server/inference/sequence_scheduler.h"
 #include "server/log.h"
 #include "server/lifecycle/archive_loader.h"
 #include "server/lifecycle/memory_release.h"
@@ -290,13 +291,16 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
   }
 
   std::unique_ptr<Scheduler> scheduler;
-  if (settings->batching.dynamic) {
+  if (settings->sequences.enabled) {
+    scheduler = std::make_unique<SequenceScheduler>(m.name, settings->max_queue_size,
+                                                    settings->sequences);
+  } else if (settings->batching.dynamic) {
     scheduler = std::make_unique<BatchingScheduler>(m.name, settings->max_queue_size,
                                                     m.max_batch_size, settings->batching);
   } else {
     scheduler = std::make_unique<FifoScheduler>(m.name, settings->max_queue_size);
   }
-  ModelLimits limits{settings->instance_count, settings->max_execution};
+  ModelLimits limits{settings->instance_count, settings->max_execution, settings->sequences};
   auto queue = std::make_shared<DispatchedModel>(m, limits, std::move(scheduler), executable,
                                             stats_.For(m.name, m.version));
   dispatcher_->Add(queue);
@@ -305,7 +309,8 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
                            std::to_string(settings->warmup_runs) + " run(s) per instance in " +
                            Fixed(times.warmup_seconds) + " s; " +
                            std::to_string(settings->instance_count) + " instance(s)" +
-                           (settings->batching.dynamic ? ", dynamic batching" : ""));
+                           (settings->batching.dynamic ? ", dynamic batching" : "") +
+                           (settings->sequences.enabled ? ", stateful sequences" : ""));
   if (InferenceObserver* observer = GetInferenceObserver()) {
     observer->OnModelLoaded(m.name, m.version, times.load_seconds, times.warmup_seconds);
     MemoryFootprint memory = executable->Memory();

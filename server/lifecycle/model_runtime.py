@@ -381,6 +381,15 @@ def _serving_api():
     return api if hasattr(api, "_begin") else None
 
 
+def drop_sequence_states(load, keys):
+    """Drops the per-sequence states (manypy.request.state) of the model load
+    `load` named by `keys` (None: all of that load's), as sequences end, time
+    out, or the model is released from this interpreter."""
+    api = _serving_api()
+    if api is not None and hasattr(api, "_drop_states"):
+        api._drop_states(load, keys)
+
+
 def _enter(model):
     """A call of `model` starts on this thread: the server's module learns
     which model its calls and log lines come from."""

@@ -14,6 +14,9 @@ const char* const kKeys[] = {"instance_count",
                              "dynamic_batching",
                              "max_queue_delay_microseconds",
                              "response_cache",
+                             "sequence_batching",
+                             "max_sequence_idle_microseconds",
+                             "max_concurrent_sequences",
                              nullptr};
 
 bool ParseInt(const std::string& text, int64_t* out) {
@@ -38,7 +41,7 @@ Status CheckModelSetting(const std::string& key, const std::string& value) {
     return InvalidArgument("unknown model setting '" + key + "' (known: " + keys + ")");
   }
   int64_t n;
-  if (key == "dynamic_batching" || key == "response_cache") {
+  if (key == "dynamic_batching" || key == "response_cache" || key == "sequence_batching") {
     if (value != "true" && value != "false") {
       return InvalidArgument("model setting " + key + " must be true or false, got '" + value + "'");
     }
@@ -58,6 +61,7 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
   s.warmup_runs = defaults.warmup_runs;
   s.batching = m.batching;
   s.response_cache = m.response_cache;
+  s.sequences = m.sequence_batching;
   auto it = defaults.overrides.find(m.name);
   if (it != defaults.overrides.end()) {
     for (const auto& [key, value] : it->second) {
@@ -72,6 +76,10 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
       else if (key == "max_queue_delay_microseconds") s.batching.max_queue_delay_microseconds = n;
       else if (key == "dynamic_batching") s.batching.dynamic = value == "true";
       else if (key == "response_cache") s.response_cache = value == "true";
+      else if (key == "sequence_batching") s.sequences.enabled = value == "true";
+      else if (key == "max_sequence_idle_microseconds")
+        s.sequences.max_sequence_idle_microseconds = n;
+      else if (key == "max_concurrent_sequences") s.sequences.max_concurrent_sequences = n;
     }
   }
   if (std::string problem = DynamicBatchingProblem(s.batching.dynamic, m.max_batch_size);
@@ -86,6 +94,18 @@ StatusOr<ModelSettings> ResolveModelSettings(const Manifest& m, const ServingDef
   if (m.streaming && s.response_cache) {
     return InvalidArgument("model '" + m.name +
                            "' streams its responses: they cannot be cached (response_cache=true)");
+  }
+  if (s.sequences.enabled) {
+    std::string problem = SequenceBatchingProblem(m, s.batching.dynamic, s.response_cache);
+    if (!problem.empty()) {
+      return InvalidArgument("model '" + m.name + "' has sequence_batching, but " + problem);
+    }
+    if (s.sequences.max_sequence_idle_microseconds < 1 ||
+        s.sequences.max_concurrent_sequences < 1) {
+      return InvalidArgument("model '" + m.name +
+                             "': max_sequence_idle_microseconds and max_concurrent_sequences "
+                             "must be >= 1");
+    }
   }
   if (queue < 1) return InvalidArgument("model '" + m.name + "': max_queue_size must be >= 1");
   s.instance_count = instances == 0 ? interpreters

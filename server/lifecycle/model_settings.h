@@ -30,6 +30,8 @@ struct ModelSettings {
   /// Answers repeated requests from the server's response cache (never for a
   /// streaming model).
   bool response_cache = false;
+  /// Stateful sequences (`enabled`), their idle timeout and concurrency limit.
+  SequenceBatchingSpec sequences;
 };
 
 /// The settings --model-config accepts.

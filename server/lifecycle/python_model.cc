@@ -155,9 +155,34 @@ MemoryFootprint PythonModel::Memory() const {
   return {static_cast<int64_t>(storages_->size()), slot_bytes_};
 }
 
+void PythonModel::DropSequenceStates(size_t slot, const std::vector<std::string>& keys) {
+  {
+    std::lock_guard<std::mutex> lock(released_mu_);
+    if (released_[slot]) return;
+  }
+  Value::Items names;
+  for (const auto& k : keys) names.emplace_back(k);
+  try {
+    InterpreterSession session = pool_->AcquireAt(slot);
+    session.Global(kRuntimeModule, "drop_sequence_states")
+        .Call({Value(SequenceStateLoad(*this)), Value::List(std::move(names))});
+  } catch (const std::exception& e) {
+    // A state's own __del__ raising: the state is gone either way.
+    Log(LogLevel::kWarning,
+        "model '" + manifest().name + "': dropping sequence states: " + e.what());
+  }
+}
+
 void PythonModel::Release(size_t slot) {
   {
     InterpreterSession session = pool_->AcquireAt(slot);
+    try {
+      // Every state of this load's sequences in this interpreter: they end with it.
+      session.Global(kRuntimeModule, "drop_sequence_states")
+          .Call({Value(SequenceStateLoad(*this)), Value()});
+    } catch (const std::exception&) {
+      // Nothing to drop where the runtime never loaded (a failed Prepare).
+    }
     runner_.DropIn(session);
     model_.DropIn(session);
   }

@@ -62,6 +62,9 @@ class PythonModel final : public Executable {
   Status RunStream(size_t slot, const std::vector<Value>& inputs, InterruptHook* hook,
                    const ResponseSink& sink, std::string* error_type) override;
 
+  /// Drops those sequences' states in interpreter `slot` (not after Release).
+  void DropSequenceStates(size_t slot, const std::vector<std::string>& keys) override;
+
   /// Runs the model once on any interpreter: `inputs` in manifest order
   /// (tensors, or lists of bytes for BYTES inputs); returns the outputs in
   /// manifest order. Throws PythonError when the model raises.

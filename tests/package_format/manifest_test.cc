@@ -49,6 +49,30 @@ TEST(ManifestTest, RoundTripsThroughJson) {
   EXPECT_EQ(*again, *m);
 }
 
+TEST(ManifestTest, SequenceBatchingTakesItsDefaultsAndRoundTrips) {
+  json j = Valid();
+  j["batching"]["dynamic"] = false;
+  j["sequence_batching"] = json::object();
+  StatusOr<Manifest> m = ParseManifest(j.dump(), "model.mpk");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(m->sequence_batching.enabled);
+  EXPECT_EQ(m->sequence_batching.max_sequence_idle_microseconds, 1000000);
+  EXPECT_EQ(m->sequence_batching.max_concurrent_sequences, 256);
+  j["sequence_batching"] = {{"max_sequence_idle_microseconds", 5}, {"max_concurrent_sequences", 2}};
+  m = ParseManifest(j.dump(), "model.mpk");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->sequence_batching.max_sequence_idle_microseconds, 5);
+  EXPECT_EQ(m->sequence_batching.max_concurrent_sequences, 2);
+  StatusOr<Manifest> again = ParseManifest(ManifestToJson(*m), "model.mpk");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *m);
+  // Without it, none, and the writer leaves it out.
+  StatusOr<Manifest> plain = ParseManifest(testing::ValidManifestJson(), "model.mpk");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->sequence_batching.enabled);
+  EXPECT_EQ(ManifestToJson(*plain).find("sequence_batching"), std::string::npos);
+}
+
 json Version2(json packaged) {
   json j = Valid();
   j["schema_version"] = 2;
@@ -342,6 +366,44 @@ TEST(ManifestTest, RejectsEveryRuleBrokenOnce) {
          j["response_cache"] = true;
        },
        "manifest field 'streaming': a streaming model's responses cannot be cached (response_cache)"},
+      {"sequence_batching list", set("sequence_batching", json::array()),
+       "manifest field 'sequence_batching': expected an object, got a list"},
+      {"sequence_batching with dynamic batching", set("sequence_batching", json::object()),
+       "manifest field 'sequence_batching': a sequence model runs one request of a sequence at "
+       "a time: it cannot also batch dynamically (batching.dynamic)"},
+      {"sequence_batching zero idle",
+       [](json& j) {
+         j["batching"]["dynamic"] = false;
+         j["sequence_batching"] = {{"max_sequence_idle_microseconds", 0}};
+       },
+       "manifest field 'sequence_batching.max_sequence_idle_microseconds': must be >= 1"},
+      {"sequence_batching zero sequences",
+       [](json& j) {
+         j["batching"]["dynamic"] = false;
+         j["sequence_batching"] = {{"max_concurrent_sequences", 0}};
+       },
+       "manifest field 'sequence_batching.max_concurrent_sequences': must be >= 1"},
+      {"unknown sequence_batching field",
+       [](json& j) {
+         j["batching"]["dynamic"] = false;
+         j["sequence_batching"] = {{"oldest", true}};
+       },
+       "manifest field 'sequence_batching.oldest': unknown field"},
+      {"streaming with sequence_batching",
+       [](json& j) {
+         j["batching"]["dynamic"] = false;
+         j["streaming"] = true;
+         j["sequence_batching"] = json::object();
+       },
+       "manifest field 'sequence_batching': a streaming model cannot keep sequences"},
+      {"response_cache with sequence_batching",
+       [](json& j) {
+         j["batching"]["dynamic"] = false;
+         j["response_cache"] = true;
+         j["sequence_batching"] = json::object();
+       },
+       "manifest field 'sequence_batching': a sequence model's answers depend on its sequence's "
+       "state: they cannot be cached (response_cache)"},
       {"preferred 0", [](json& j) { j["batching"]["preferred_batch_sizes"] = {0}; },
        "manifest field 'batching.preferred_batch_sizes[0]': 0 is not an integer in "
        "1..max_batch_size (8)"},

@@ -246,6 +246,7 @@ TEST(ProtoWire, ModelConfigMessages) {
       {"inference.ModelConfig", "parameters", 14, kMsg, true},
       {"inference.ModelConfig", "backend", 17, kString, false},
       {"inference.ModelConfig", "model_transaction_policy", 19, kMsg, false},
+      {"inference.ModelConfig", "sequence_batching", 13, kMsg, false},
       {"inference.ModelConfig", "response_cache", 24, kMsg, false},
       {"inference.ModelConfig", "runtime", 25, kString, false},
 
@@ -296,11 +297,13 @@ TEST(ProtoWire, ModelConfigMessages) {
       {"inference.ModelParameter", "string_value", 1, kString, false},
       {"inference.ModelTransactionPolicy", "decoupled", 1, kBool, false},
       {"inference.ModelResponseCache", "enable", 1, kBool, false},
+      {"inference.ModelSequenceBatching", "max_sequence_idle_microseconds", 1, kUint64, false},
+      {"inference.ModelSequenceBatching", "direct", 3, kMsg, false},
   });
 
   // Numbers of the parts left out stay reserved, so nobody reuses them.
   const Descriptor* config = Message("inference.ModelConfig");
-  for (int n : {12, 13, 15, 16, 18, 20, 21, 23, 26}) {
+  for (int n : {12, 15, 16, 18, 20, 21, 23, 26}) {
     EXPECT_TRUE(config->IsReservedNumber(n)) << n;
   }
   const Descriptor* group = Message("inference.ModelInstanceGroup");
@@ -310,6 +313,8 @@ TEST(ProtoWire, ModelConfigMessages) {
   const FieldDescriptor* batching = config->FindFieldByName("dynamic_batching");
   ASSERT_NE(batching->containing_oneof(), nullptr);
   EXPECT_EQ(batching->containing_oneof()->name(), "scheduling_choice");
+  EXPECT_EQ(config->FindFieldByName("sequence_batching")->containing_oneof(),
+            batching->containing_oneof());
 }
 
 void ExpectEnum(const EnumDescriptor* e, const std::vector<std::pair<const char*, int>>& values) {

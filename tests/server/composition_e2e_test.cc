@@ -131,6 +131,16 @@ TEST_F(CompositionTest, TheCalleesErrorsReachTheCallerAsInferenceErrorWithStatus
   EXPECT_EQ(Statistics("double").inference_stats().fail().count(), 2u);
 }
 
+TEST_F(CompositionTest, ASequenceModelCannotBeCalledAndOtherModelsHaveNoSequenceState) {
+  Start({"--model-config=double:sequence_batching=true"});
+  std::string text = ProbeText("double_in_sequence");
+  EXPECT_TRUE(Contains(text, R"("status": "INVALID_ARGUMENT")")) << text;
+  EXPECT_TRUE(
+      Contains(text, "model 'double' keeps stateful sequences; manypy.infer cannot call it"))
+      << text;
+  EXPECT_EQ(ProbeText("state"), R"({"state": null, "sequence_id": null})");
+}
+
 TEST_F(CompositionTest, TheCallersDeadlineAndTimeoutsCarryOver) {
   Start();
   std::string text = ProbeText("timeout");

@@ -102,7 +102,9 @@ def cmd_create(args):
         description=args.description, intern=args.intern or None,
         extern=args.extern or None, method=args.method,
         dynamic_dims=_dynamic_dims(args.dynamic_dim) or None,
-        response_cache=args.response_cache)
+        response_cache=args.response_cache,
+        sequence_batching={"max_sequence_idle_microseconds": args.sequence_idle_us}
+        if args.sequence_idle_us else (True if args.sequence_batching else None))
     example = None
     if outputs is None or args.check:
         example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
@@ -115,6 +117,9 @@ def cmd_create(args):
         for unused in ("intern", "extern"):
             if common.pop(unused):
                 raise ValueError(f"--{unused}: a TorchScript archive has no Python modules")
+        if common.pop("sequence_batching"):
+            raise ValueError("--sequence-batching: only a Python model keeps per-sequence state "
+                             "(a TorchScript archive has no Python to keep it in)")
         manifest = torchscript.export(model, args.output_path, example_inputs=example,
                                       mode=args.torchscript, **common)
     elif args.as_factory:
@@ -350,6 +355,13 @@ def build_parser():
                    help="let a server with a response cache (--response-cache-bytes) answer "
                         "repeated requests from it: only for a model whose outputs depend on "
                         "its inputs alone")
+    c.add_argument("--sequence-batching", action="store_true",
+                   help="a stateful sequence model: requests carry sequence_id, "
+                        "sequence_start and sequence_end; the model keeps state in "
+                        "manypy.request.state")
+    c.add_argument("--sequence-idle-us", type=int, metavar="US",
+                   help="with --sequence-batching: a sequence idle this long is ended "
+                        "(default 1000000)")
     c.add_argument("--instance-count", type=int, default=0, metavar="K",
                    help="model instances; 0 (default) = one per interpreter")
     c.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")

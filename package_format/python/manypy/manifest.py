@@ -40,7 +40,7 @@ _TOP_LEVEL_FIELDS = {
     "max_queue_size": False, "max_execution_seconds": False,
     "default_timeout_microseconds": False,
     "device": False, "description": False, "packaged_with": False, "streaming": False,
-    "response_cache": False,
+    "response_cache": False, "sequence_batching": False,
 }  # field -> required (packaged_with: required from schema version 2)
 _PACKAGED_WITH_FIELDS = ("torch", "python", "manypy")
 _VERSION_RE = re.compile(r"^[0-9][A-Za-z0-9.+_-]{0,63}$")
@@ -277,7 +277,44 @@ def validate_manifest(manifest):
         _validate_streaming(manifest)
     if "response_cache" in manifest:
         _validate_response_cache(manifest)
+    if "sequence_batching" in manifest:
+        _validate_sequence_batching(manifest)
     return manifest
+
+
+_SEQUENCE_FIELDS = ("max_sequence_idle_microseconds", "max_concurrent_sequences")
+
+
+def _validate_sequence_batching(manifest):
+    """SCHEMA.md's `sequence_batching` (manifest.cc's SequenceBatchingProblem)."""
+    seq = manifest["sequence_batching"]
+    if not isinstance(seq, dict):
+        _fail("sequence_batching", f"must be an object, got {seq!r}")
+    for key in seq:
+        if key not in _SEQUENCE_FIELDS:
+            _fail(f"sequence_batching.{key}", f"unknown field (expected one of {', '.join(_SEQUENCE_FIELDS)})")
+    for key in _SEQUENCE_FIELDS:
+        if key in seq:
+            _check_int(seq[key], f"sequence_batching.{key}", lo=1)
+    if manifest.get("platform", PLATFORM) != PLATFORM:
+        _fail("sequence_batching", f"only a Python model (platform {PLATFORM}) keeps per-sequence state")
+    if manifest.get("batching", {}).get("dynamic", False):
+        _fail("sequence_batching", "a sequence model runs one request of a sequence at a time: "
+              "it cannot also batch dynamically (batching.dynamic)")
+    if manifest.get("streaming", False):
+        _fail("sequence_batching", "a streaming model cannot keep sequences")
+    if manifest.get("response_cache", False):
+        _fail("sequence_batching", "a sequence model's answers depend on its sequence's state: "
+              "they cannot be cached (response_cache)")
+
+
+def normalize_sequence_batching(sequence_batching):
+    """None/False: none; True: the defaults; a dict: those fields."""
+    if sequence_batching is None or sequence_batching is False:
+        return None
+    if sequence_batching is True:
+        return {}
+    return dict(sequence_batching)
 
 
 def _validate_response_cache(manifest):
@@ -331,7 +368,7 @@ def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0
                    batching=None, instance_count=0, device="cpu", description="",
                    method=None, max_queue_size=0, max_execution_seconds=0,
                    default_timeout_microseconds=0, platform=PLATFORM, packaged_with=None,
-                   streaming=False, response_cache=False):
+                   streaming=False, response_cache=False, sequence_batching=None):
     """Returns a validated manifest dict. inputs/outputs take dicts or
     (name, datatype, shape) tuples. packaged_with defaults to this Python's
     packaging_versions()."""
@@ -363,6 +400,9 @@ def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0
         manifest["streaming"] = True
     if response_cache:
         manifest["response_cache"] = True
+    sequence_batching = normalize_sequence_batching(sequence_batching)
+    if sequence_batching is not None:
+        manifest["sequence_batching"] = sequence_batching
     manifest["packaged_with"] = dict(packaged_with or packaging_versions())
     return validate_manifest(manifest)
 

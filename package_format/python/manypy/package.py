@@ -96,7 +96,8 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
            example_inputs=None, max_batch_size=0, batching=None,
            instance_count=0, device="cpu", description="", intern=None,
            extern=None, method=None, modules=None, more_example_inputs=None,
-           dynamic_dims=None, streaming=None, load_check=True, response_cache=False):
+           dynamic_dims=None, streaming=None, load_check=True, response_cache=False,
+           sequence_batching=None):
     """Writes ``model`` to the archive ``path`` with entry point kind "pickle".
 
     name defaults to the file name without extension. inputs/outputs are
@@ -130,6 +131,9 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
     response_cache lets a server started with --response-cache-bytes answer
     a request equal to an earlier one from its cache (SCHEMA.md): only for a
     model whose outputs depend on nothing but its inputs.
+    sequence_batching (True, or a dict with max_sequence_idle_microseconds
+    and max_concurrent_sequences) makes a stateful sequence model
+    (SCHEMA.md): the model keeps per-sequence state in manypy.request.state.
     load_check (default) then loads the archive in a fresh server Python as
     the server does, warms it up, runs the examples and compares their
     outputs with the eager model's (load_check.py); an archive that fails is
@@ -147,7 +151,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
         inputs, outputs, max_batch_size=max_batch_size, batching=batching,
         instance_count=instance_count, device=device, description=description,
         method=method, streaming=_streaming(model, method, streamed, streaming),
-        response_cache=response_cache)
+        response_cache=response_cache, sequence_batching=sequence_batching)
     _warn_if_not_servable(model)
     module_names = [_module_name(m) for m in (modules or [])]
 
@@ -186,7 +190,8 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
                    example_inputs=None, max_batch_size=0, batching=None,
                    instance_count=0, device="cpu", description="", intern=None,
                    extern=None, method=None, check_weights=True, more_example_inputs=None,
-                   dynamic_dims=None, streaming=None, load_check=True, response_cache=False):
+                   dynamic_dims=None, streaming=None, load_check=True, response_cache=False,
+                   sequence_batching=None):
     """Writes an archive with entry point kind "factory": the server imports
     the interned module and calls ``factory()`` (no arguments) to build the
     model. module_file_or_name is a path to a .py file or an importable
@@ -231,7 +236,7 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
         batching=batching, instance_count=instance_count, device=device,
         description=description, method=method,
         streaming=_streaming(model, method, streamed, streaming),
-        response_cache=response_cache)
+        response_cache=response_cache, sequence_batching=sequence_batching)
 
     def write(exporter):
         exporter.save_text(_manifest.MANIFEST_PACKAGE, _manifest.MANIFEST_RESOURCE,

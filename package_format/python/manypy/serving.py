@@ -53,6 +53,8 @@ class _Request:
     parameters = {}
     seconds_left = None
     client_left = False
+    state = None  # no sequence outside the server: each call stands alone
+    sequence_id = None
 
 
 request = _Request()

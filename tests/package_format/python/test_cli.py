@@ -137,6 +137,21 @@ class CliTest(unittest.TestCase):
             self.assertIn(message, proc.stderr)
             self.assertFalse(os.path.exists(out + ".bad"))
 
+    def test_create_sequence_batching(self):
+        out = os.path.join(self.tmp, "sequence.mpk")
+        base = ["create", "--model-file", self.net, "--factory", "net:build", "--name", "seq_net",
+                "--input", "INPUT__0:FP32:6", "--output", "OUTPUT__0:FP32:3", "-o", out]
+        proc = run_cli(base + ["--sequence-batching", "--sequence-idle-us", "2000"])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(P.read_manifest(out)["sequence_batching"],
+                         {"max_sequence_idle_microseconds": 2000})
+        proc = run_cli(base + ["--sequence-batching"])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(P.read_manifest(out)["sequence_batching"], {})
+        proc = run_cli(base + ["--sequence-batching", "--max-batch-size", "4", "--dynamic-batching"])
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("cannot also batch dynamically", proc.stderr)
+
     def test_create_errors(self):
         out = os.path.join(self.tmp, "bad.mpk")
         proc = run_cli(["create", "--model-file", self.net, "--factory", "net:build",

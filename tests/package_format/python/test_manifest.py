@@ -150,6 +150,25 @@ class ManifestTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"^streaming: .*cannot be cached"):
             M.build_manifest("net", 1, *io, streaming=True, response_cache=True)
 
+    def test_sequence_batching(self):
+        io = ({"kind": "pickle"}, [("X", "FP32", [4])], [("Y", "FP32", [4])])
+        self.assertNotIn("sequence_batching", M.build_manifest("net", 1, *io))  # only when set
+        self.assertEqual(M.build_manifest("net", 1, *io, sequence_batching=True)["sequence_batching"], {})
+        m = M.build_manifest("net", 1, *io, sequence_batching={"max_sequence_idle_microseconds": 5,
+                                                               "max_concurrent_sequences": 2})
+        self.assertEqual(m["sequence_batching"]["max_concurrent_sequences"], 2)
+        self.bad("sequence_batching", lambda m: m.update(sequence_batching=[]))
+        self.bad("sequence_batching.oldest", lambda m: m.update(sequence_batching={"oldest": 1}))
+        self.bad("sequence_batching.max_sequence_idle_microseconds",
+                 lambda m: m.update(sequence_batching={"max_sequence_idle_microseconds": 0}))
+        with self.assertRaisesRegex(ValueError, r"^sequence_batching: .*cannot also batch dynamically"):
+            M.build_manifest("net", 1, *io, max_batch_size=4, batching={"dynamic": True},
+                             sequence_batching=True)
+        with self.assertRaisesRegex(ValueError, r"^sequence_batching: a streaming model"):
+            M.build_manifest("net", 1, *io, streaming=True, sequence_batching=True)
+        with self.assertRaisesRegex(ValueError, r"^sequence_batching: .*cannot be cached"):
+            M.build_manifest("net", 1, *io, response_cache=True, sequence_batching=True)
+
     def test_build_manifest_accepts_tuples_and_names_bad_specs(self):
         m = M.build_manifest("net", 2, {"kind": "pickle"}, [("X", "fp32", (4,))],
                              [{"name": "Y", "datatype": "INT64", "shape": []}], max_batch_size=4,

@@ -44,7 +44,8 @@ std::shared_ptr<DispatchedModel> MakeQueue(const std::string& name, std::shared_
   } else {
     s = std::make_unique<FifoScheduler>(name, max_queue);
   }
-  return std::make_shared<DispatchedModel>(m, ModelLimits{instances, limit}, std::move(s), std::move(exe));
+  return std::make_shared<DispatchedModel>(m, ModelLimits{instances, limit, {}}, std::move(s),
+                                          std::move(exe));
 }
 
 void Submit(Dispatcher& d, const std::shared_ptr<DispatchedModel>& q, RequestPtr r) {

@@ -24,11 +24,11 @@ TEST(FifoSchedulerTest, RunsOneRequestAtATimeInArrivalOrder) {
   }
   Clock::time_point wake = kNever;
   for (float v : {1.f, 2.f, 3.f}) {
-    auto batch = fifo.Next(Clock::now(), false, &wake);
+    auto batch = fifo.Next(0, Clock::now(), false, &wake);
     ASSERT_EQ(batch.size(), 1u);
     EXPECT_EQ(batch[0]->inputs[0].to_tensor()[0][0].item<float>(), v);
   }
-  EXPECT_TRUE(fifo.Next(Clock::now(), true, &wake).empty());
+  EXPECT_TRUE(fifo.Next(0, Clock::now(), true, &wake).empty());
 }
 
 TEST(FifoSchedulerTest, FullQueueRefusesNamingModelAndLimit) {
@@ -82,7 +82,7 @@ TEST(BatchingSchedulerTest, JoinsUpToMaxBatchSizeInArrivalOrder) {
     ASSERT_TRUE(b.Enqueue(&r).ok());
   }
   Clock::time_point wake = kNever;
-  auto batch = b.Next(Clock::now(), false, &wake);  // full: no waiting
+  auto batch = b.Next(0, Clock::now(), false, &wake);  // full: no waiting
   ASSERT_EQ(batch.size(), 4u);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(batch[i]->inputs[0].to_tensor()[0][0].item<float>(), i);
   EXPECT_EQ(b.queued(), 2u);
@@ -95,13 +95,13 @@ TEST(BatchingSchedulerTest, WaitsForTheDelayUnlessTheModelIsIdle) {
   Clock::time_point now = r->times.prepared;
   ASSERT_TRUE(b.Enqueue(&r).ok());
   Clock::time_point wake = kNever;
-  EXPECT_TRUE(b.Next(now, false, &wake).empty());
+  EXPECT_TRUE(b.Next(0, now, false, &wake).empty());
   EXPECT_EQ(wake, now + std::chrono::microseconds(50000));
-  EXPECT_EQ(b.Next(now + std::chrono::microseconds(50000), false, &wake).size(), 1u);
+  EXPECT_EQ(b.Next(0, now + std::chrono::microseconds(50000), false, &wake).size(), 1u);
 
   RequestPtr again = MakeRequest(answers, 2);
   ASSERT_TRUE(b.Enqueue(&again).ok());
-  EXPECT_EQ(b.Next(Clock::now(), /*model_idle=*/true, &wake).size(), 1u);
+  EXPECT_EQ(b.Next(0, Clock::now(), /*model_idle=*/true, &wake).size(), 1u);
 }
 
 TEST(BatchingSchedulerTest, PreferredSizeStartsABatchAtOnce) {
@@ -112,7 +112,8 @@ TEST(BatchingSchedulerTest, PreferredSizeStartsABatchAtOnce) {
     ASSERT_TRUE(b.Enqueue(&r).ok());
   }
   Clock::time_point wake = kNever;
-  EXPECT_EQ(b.Next(Clock::now(), false, &wake).size(), 2u);  // 3 queued: the largest preferred is 2
+  // 3 queued: the largest preferred is 2.
+  EXPECT_EQ(b.Next(0, Clock::now(), false, &wake).size(), 2u);
 }
 
 TEST(BatchingSchedulerTest, RaggedRequestsWaitForACompatibleBatch) {
@@ -123,11 +124,11 @@ TEST(BatchingSchedulerTest, RaggedRequestsWaitForACompatibleBatch) {
   RequestPtr a2 = MakeRequest(answers, 3, 2, {2});
   for (auto* r : {&a1, &c1, &a2}) ASSERT_TRUE(b.Enqueue(r).ok());
   Clock::time_point wake = kNever;
-  auto first = b.Next(Clock::now(), false, &wake);
+  auto first = b.Next(0, Clock::now(), false, &wake);
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(first[0]->item_shapes[0], std::vector<int64_t>{2});
   EXPECT_EQ(first[1]->batch_rows, 2);
-  auto second = b.Next(Clock::now(), false, &wake);
+  auto second = b.Next(0, Clock::now(), false, &wake);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(second[0]->item_shapes[0], std::vector<int64_t>{3});
 }
@@ -139,7 +140,7 @@ TEST(BatchingSchedulerTest, RowsOfMultiRowRequestsCountAgainstTheLimit) {
   RequestPtr two = MakeRequest(answers, 2, 2);
   for (auto* r : {&three, &two}) ASSERT_TRUE(b.Enqueue(r).ok());
   Clock::time_point wake = kNever;
-  auto batch = b.Next(Clock::now(), false, &wake);  // 3 + 2 > 4: full at 3 rows
+  auto batch = b.Next(0, Clock::now(), false, &wake);  // 3 + 2 > 4: full at 3 rows
   ASSERT_EQ(batch.size(), 1u);
   EXPECT_EQ(batch[0]->batch_rows, 3);
 }

@@ -83,6 +83,11 @@ class Probe(nn.Module):
                 r = manypy.request
                 out = {"id": r.id, "parameters": r.parameters, "seconds_left": r.seconds_left,
                        "client_left": r.client_left}
+            elif mode == "state":  # no sequences here: None for both
+                out = {"state": manypy.request.state, "sequence_id": manypy.request.sequence_id}
+            elif mode == "double_in_sequence":  # refused when double keeps sequences
+                manypy.infer("double", {"INPUT__0": x})
+                out = {"called": True}
             elif mode == "log":
                 manypy.log.info("probe says hello", answer=42, who="probe")
                 out = {"logged": True}
