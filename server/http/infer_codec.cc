@@ -53,25 +53,17 @@ StatusOr<bool> BoolParameter(const Value* params, const char* key, bool fallback
 }
 
 // Triton's shared-memory parameters of an input or requested output, copied
-// onto the wire (region a string, offset and size integers; the core checks
-// them). True when `params` names any.
-StatusOr<bool> CopySharedMemoryParameters(const Value* params, const std::string& what,
-                                          google::protobuf::Map<std::string, inference::InferParameter>* wire) {
+// onto the wire as they are (the core checks their types and ranges, as for
+// gRPC). True when `params` names any.
+bool CopySharedMemoryParameters(const Value* params,
+                                google::protobuf::Map<std::string, inference::InferParameter>* wire) {
   if (params == nullptr) return false;
   bool any = false;
   for (const char* key : {"shared_memory_region", "shared_memory_offset", "shared_memory_byte_size"}) {
     auto it = params->FindMember(key);
     if (it == params->MemberEnd()) continue;
     any = true;
-    if (std::string_view(key) == "shared_memory_region") {
-      if (!it->value.IsString()) return InvalidArgument(what + ": parameter '" + key + "' must be a string");
-      (*wire)[key].set_string_param(it->value.GetString(), it->value.GetStringLength());
-    } else {
-      if (!it->value.IsInt64() || it->value.GetInt64() < 0) {
-        return InvalidArgument(what + ": parameter '" + key + "' must be a non-negative integer");
-      }
-      (*wire)[key].set_int64_param(it->value.GetInt64());
-    }
+    JsonToParameter(it->value, &(*wire)[key]);
   }
   return any;
 }
@@ -101,9 +93,7 @@ Status DecodeInput(const Value& in, int index, std::string_view binary, size_t* 
   auto size = IntParameter(params, "binary_data_size", what);
   if (!size.ok()) return size.status();
   MANYPY_ASSIGN_MEMBER(data, in, "data", what, rapidjson::kArrayType, "an array");
-  auto in_shm = CopySharedMemoryParameters(params, what, t->mutable_parameters());
-  if (!in_shm.ok()) return in_shm.status();
-  if (*in_shm) {  // its bytes are in the region: no raw entry (one per other input)
+  if (CopySharedMemoryParameters(params, t->mutable_parameters())) {  // its bytes are in the region: no raw entry (one per other input)
     if (data != nullptr || size->has_value()) {
       return InvalidArgument(what + " is in shared memory: it must have neither 'data' nor "
                              "binary_data_size");
@@ -201,8 +191,7 @@ Status DecodeInferRequest(std::string_view body, std::optional<size_t> json_leng
     if (!binary_one.ok()) return binary_one.status();
     auto* requested = wire.add_outputs();
     requested->set_name(name->GetString(), name->GetStringLength());
-    auto out_shm = CopySharedMemoryParameters(oparams, where, requested->mutable_parameters());
-    if (!out_shm.ok()) return out_shm.status();
+    CopySharedMemoryParameters(oparams, requested->mutable_parameters());
     out->binary_outputs.push_back(*binary_one);
   }
   return Status::Ok();
@@ -235,11 +224,7 @@ StatusOr<HttpInferBody> EncodeInferResponse(const inference::ModelInferResponse&
       // Written into the client's region: where and how many bytes, no data.
       Value params(rapidjson::kObjectType);
       for (const auto& [key, p] : o.parameters()) {
-        if (p.parameter_choice_case() == inference::InferParameter::kStringParam) {
-          params.AddMember(Value(key.c_str(), a), Value(p.string_param().c_str(), a), a);
-        } else {
-          params.AddMember(Value(key.c_str(), a), Value(p.int64_param()), a);
-        }
+        params.AddMember(Value(key.c_str(), a), ParameterToJson(p, a), a);
       }
       out.AddMember("parameters", params, a);
     } else if (as_binary) {

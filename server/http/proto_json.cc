@@ -90,6 +90,19 @@ std::string JsonText(const rapidjson::Value& value) {
   return std::string(buffer.GetString(), buffer.GetSize());
 }
 
+rapidjson::Value ParameterToJson(const inference::InferParameter& p,
+                                 rapidjson::Document::AllocatorType& alloc) {
+  using P = inference::InferParameter;
+  switch (p.parameter_choice_case()) {
+    case P::kBoolParam: return Value(p.bool_param());
+    case P::kInt64Param: return Value(p.int64_param());
+    case P::kUint64Param: return Value(p.uint64_param());
+    case P::kDoubleParam: return Value(p.double_param());
+    case P::kStringParam: return JsonString(p.string_param(), alloc);
+    default: return Value();
+  }
+}
+
 void JsonToParameter(const rapidjson::Value& v, inference::InferParameter* p) {
   if (v.IsBool()) {
     p->set_bool_param(v.GetBool());

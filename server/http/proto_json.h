@@ -23,5 +23,8 @@ std::string JsonText(const rapidjson::Value& value);
 /// an integer (int64, else uint64), another number (double) or a string;
 /// anything else as its JSON text.
 void JsonToParameter(const rapidjson::Value& value, inference::InferParameter* parameter);
+/// The reverse: a parameter as its JSON value (null when unset).
+rapidjson::Value ParameterToJson(const inference::InferParameter& parameter,
+                                 rapidjson::Document::AllocatorType& alloc);
 
 }  // namespace manypy

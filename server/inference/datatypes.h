@@ -15,6 +15,12 @@ namespace manypy {
 /// int64). BYTES has no scalar type (returns false).
 bool TorchTypeFor(Datatype type, c10::ScalarType* out);
 
+/// Whether `type` is one of those widened (UINT16/32/64): its wire bytes are
+/// not the tensor's, so it is converted (with a range check on the way out).
+inline bool WidenedInTorch(Datatype type) {
+  return type == Datatype::kUint16 || type == Datatype::kUint32 || type == Datatype::kUint64;
+}
+
 /// The same by name; false for BYTES and for unknown names.
 bool TorchTypeFor(const std::string& datatype, c10::ScalarType* out);
 

@@ -105,10 +105,7 @@ Status RawToTensor(const std::string& what, const DatatypeInfo& dt, const std::s
 // element. Null otherwise (the caller copies, as for raw contents).
 bool ViewOfRegion(const DatatypeInfo& dt, const SharedMemoryRef& ref,
                   const std::vector<int64_t>& shape, Value* out, SharedMemoryViews* views) {
-  if (dt.type == Datatype::kBool || dt.type == Datatype::kUint16 || dt.type == Datatype::kUint32 ||
-      dt.type == Datatype::kUint64 || dt.type == Datatype::kBytes) {
-    return false;
-  }
+  if (dt.type == Datatype::kBool || dt.type == Datatype::kBytes || WidenedInTorch(dt.type)) return false;
   if (reinterpret_cast<uintptr_t>(ref.data()) % dt.wire_size != 0) return false;
   c10::ScalarType type;
   TorchTypeFor(dt.type, &type);
@@ -233,11 +230,7 @@ Status DecodeInputs(const inference::ModelInferRequest& request, const Manifest&
       if (input.has_contents()) {
         return InvalidArgument(what + " has contents although it is in shared memory");
       }
-      if (regions == nullptr) {
-        return InvalidArgument(what + " names a shared memory region, which this server does "
-                               "not accept (start it with --allow-client-shm)");
-      }
-      auto ref = ResolveSharedMemory(input.parameters(), *regions, what);
+      auto ref = ResolveSharedMemory(input.parameters(), regions, what);
       if (!ref.ok()) return ref.status();
       if (dt->type != Datatype::kBytes &&
           ((*ref)->byte_size % dt->wire_size != 0 ||

@@ -8,6 +8,7 @@
 #include "common/datatype.h"
 #include "server/inference/datatypes.h"
 #include "server/inference/shape_check.h"
+#include "server/inference/shared_memory_refs.h"
 
 namespace manypy {
 namespace {
@@ -58,12 +59,6 @@ void PadEmptyBytesShape(const TensorSpec& spec, const Manifest& m, std::vector<i
   }
 }
 
-// The unsigned types wider than a byte, which torch has no type for: the
-// model returns a wider signed integer, narrowed with a range check.
-bool NarrowedUnsigned(const DatatypeInfo& dt) {
-  return dt.type == Datatype::kUint16 || dt.type == Datatype::kUint32 || dt.type == Datatype::kUint64;
-}
-
 template <typename Wire, typename Torch>
 Status NarrowUnsigned(const std::string& what, const at::Tensor& t, std::string* raw) {
   at::Tensor src = t.to(c10::CppTypeToScalarType<Torch>::value);
@@ -84,7 +79,7 @@ Status NarrowUnsigned(const std::string& what, const at::Tensor& t, std::string*
 Status CheckTensorType(const std::string& what, const DatatypeInfo& dt, const at::Tensor& tensor) {
   c10::ScalarType expected;
   TorchTypeFor(dt.type, &expected);
-  if (tensor.scalar_type() != expected && !(NarrowedUnsigned(dt) && c10::isIntegralType(tensor.scalar_type(), false))) {
+  if (tensor.scalar_type() != expected && !(WidenedInTorch(dt.type) && c10::isIntegralType(tensor.scalar_type(), false))) {
     return Internal(what + " is a " + std::string(c10::toString(tensor.scalar_type())) +
                     " tensor, the manifest declares " + dt.name);
   }
@@ -116,9 +111,9 @@ Status CheckFits(const std::string& what, const SharedMemoryRef& ref, size_t byt
 void NoteRegion(const SharedMemoryRef& ref, size_t bytes,
                 inference::ModelInferResponse::InferOutputTensor* out) {
   auto& params = *out->mutable_parameters();
-  params["shared_memory_region"].set_string_param(ref.region->name());
-  params["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(bytes));
-  if (ref.offset != 0) params["shared_memory_offset"].set_int64_param(static_cast<int64_t>(ref.offset));
+  params[kSharedMemoryRegion].set_string_param(ref.region->name());
+  params[kSharedMemoryByteSize].set_int64_param(static_cast<int64_t>(bytes));
+  if (ref.offset != 0) params[kSharedMemoryOffset].set_int64_param(static_cast<int64_t>(ref.offset));
 }
 
 template <typename Wire, typename Field>
@@ -224,7 +219,7 @@ Status EncodeOutputs(const std::vector<Value>& outputs, const Manifest& m,
       const at::Tensor& t = outputs[k].to_tensor();
       shape.assign(t.sizes().begin(), t.sizes().end());
       const std::string model_what = what + " of model '" + m.name + "'";
-      if (ref != nullptr && !NarrowedUnsigned(*dt)) {
+      if (ref != nullptr && !WidenedInTorch(dt->type)) {
         // One copy, tensor to region, instead of two through a string.
         MANYPY_RETURN_IF_ERROR(CheckTensorType(model_what, *dt, t));
         direct = t.contiguous();

@@ -30,15 +30,10 @@ Status PrepareRequest(const inference::ModelInferRequest& wire, const Manifest& 
     if (!known) {
       return InvalidArgument("model '" + m.name + "' has no output named '" + requested.name() + "'");
     }
-    if (!NamesSharedMemory(requested.parameters())) continue;
-    const std::string what = "output '" + requested.name() + "'";
-    if (regions == nullptr) {
-      return InvalidArgument(what + " names a shared memory region, which this server does not "
-                             "accept (start it with --allow-client-shm)");
-    }
-    auto ref = ResolveSharedMemory(requested.parameters(), *regions, what);
+    auto ref = ResolveSharedMemory(requested.parameters(), regions,
+                                   "output '" + requested.name() + "'");
     if (!ref.ok()) return ref.status();
-    out->output_regions[requested.name()] = std::move(**ref);
+    if (ref->has_value()) out->output_regions[requested.name()] = std::move(**ref);
   }
   MANYPY_RETURN_IF_ERROR(DecodeInputs(wire, m, regions, &out->inputs, &out->shm_views));
   // Every input's batch dimension was checked against the manifest; they must agree.

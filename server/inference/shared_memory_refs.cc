@@ -3,10 +3,6 @@
 namespace manypy {
 namespace {
 
-constexpr const char* kRegion = "shared_memory_region";
-constexpr const char* kByteSize = "shared_memory_byte_size";
-constexpr const char* kOffset = "shared_memory_offset";
-
 // A non-negative integer parameter (int64 or uint64 on the wire); nullopt when absent.
 StatusOr<std::optional<uint64_t>> SizeParameter(const WireParameters& parameters, const char* key,
                                                 const std::string& what) {
@@ -24,8 +20,8 @@ StatusOr<std::optional<uint64_t>> SizeParameter(const WireParameters& parameters
 }  // namespace
 
 bool NamesSharedMemory(const WireParameters& parameters) {
-  return parameters.count(kRegion) != 0 || parameters.count(kByteSize) != 0 ||
-         parameters.count(kOffset) != 0;
+  return parameters.count(kSharedMemoryRegion) != 0 || parameters.count(kSharedMemoryByteSize) != 0 ||
+         parameters.count(kSharedMemoryOffset) != 0;
 }
 
 bool UsesSharedMemory(const inference::ModelInferRequest& wire) {
@@ -39,27 +35,31 @@ bool UsesSharedMemory(const inference::ModelInferRequest& wire) {
 }
 
 StatusOr<std::optional<SharedMemoryRef>> ResolveSharedMemory(const WireParameters& parameters,
-                                                             const SharedMemoryRegions& regions,
+                                                             const SharedMemoryRegions* regions,
                                                              const std::string& what) {
   if (!NamesSharedMemory(parameters)) return std::optional<SharedMemoryRef>();
-  auto region_it = parameters.find(kRegion);
+  if (regions == nullptr) {
+    return InvalidArgument(what + " names a shared memory region, which this server does not "
+                           "accept (start it with --allow-client-shm)");
+  }
+  auto region_it = parameters.find(kSharedMemoryRegion);
   const bool has_region = region_it != parameters.end();
   if (has_region &&
       region_it->second.parameter_choice_case() != inference::InferParameter::kStringParam) {
-    return InvalidArgument(what + ": parameter '" + std::string(kRegion) + "' must be a string");
+    return InvalidArgument(what + ": parameter '" + std::string(kSharedMemoryRegion) + "' must be a string");
   }
-  auto size = SizeParameter(parameters, kByteSize, what);
+  auto size = SizeParameter(parameters, kSharedMemoryByteSize, what);
   if (!size.ok()) return size.status();
-  auto offset = SizeParameter(parameters, kOffset, what);
+  auto offset = SizeParameter(parameters, kSharedMemoryOffset, what);
   if (!offset.ok()) return offset.status();
   if (!has_region || !size->has_value()) {
-    return InvalidArgument(what + ": shared memory needs both '" + std::string(kRegion) +
-                           "' and '" + kByteSize + "'; the request gives only " +
-                           (has_region ? kRegion : size->has_value() ? kByteSize : kOffset));
+    return InvalidArgument(what + ": shared memory needs both '" + std::string(kSharedMemoryRegion) +
+                           "' and '" + kSharedMemoryByteSize + "'; the request gives only " +
+                           (has_region ? kSharedMemoryRegion : size->has_value() ? kSharedMemoryByteSize : kSharedMemoryOffset));
   }
   const std::string& name = region_it->second.string_param();
   SharedMemoryRef ref;
-  ref.region = regions.Find(name);
+  ref.region = regions->Find(name);
   if (ref.region == nullptr) {
     return InvalidArgument(what + ": no system shared memory region named '" + name +
                            "' is registered");

@@ -80,34 +80,37 @@ TEST(SharedMemoryRefTest, ParametersResolveOrSayWhatIsWrong) {
   SharedMemoryRegions regions;
   ASSERT_TRUE(regions.Register("r", object.key(), 0, 64).ok());
   WireParameters p;
-  auto none = ResolveSharedMemory(p, regions, "input 'x'");
+  auto none = ResolveSharedMemory(p, &regions, "input 'x'");
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
 
   p["shared_memory_region"].set_string_param("r");
-  auto no_size = ResolveSharedMemory(p, regions, "input 'x'");
+  auto no_size = ResolveSharedMemory(p, &regions, "input 'x'");
   ASSERT_FALSE(no_size.ok());
   EXPECT_NE(no_size.status().message().find("input 'x': shared memory needs both"), std::string::npos);
 
   p["shared_memory_byte_size"].set_int64_param(16);
   p["shared_memory_offset"].set_uint64_param(48);
-  auto ok = ResolveSharedMemory(p, regions, "input 'x'");
+  auto ok = ResolveSharedMemory(p, &regions, "input 'x'");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ((*ok)->offset, 48u);
   EXPECT_EQ(static_cast<unsigned char>((*ok)->data()[0]), 48);
 
   p["shared_memory_offset"].set_int64_param(49);
-  EXPECT_NE(ResolveSharedMemory(p, regions, "x").status().message().find("run past the end of region 'r' (64 bytes)"),
+  EXPECT_NE(ResolveSharedMemory(p, &regions, "x").status().message().find("run past the end of region 'r' (64 bytes)"),
             std::string::npos);
   p["shared_memory_offset"].set_int64_param(-1);
-  EXPECT_NE(ResolveSharedMemory(p, regions, "x").status().message().find("non-negative integer"),
+  EXPECT_NE(ResolveSharedMemory(p, &regions, "x").status().message().find("non-negative integer"),
             std::string::npos);
   p["shared_memory_offset"].set_int64_param(0);
   p["shared_memory_region"].set_int64_param(3);
-  EXPECT_NE(ResolveSharedMemory(p, regions, "x").status().message().find("must be a string"),
+  EXPECT_NE(ResolveSharedMemory(p, &regions, "x").status().message().find("must be a string"),
             std::string::npos);
   p["shared_memory_region"].set_string_param("elsewhere");
-  EXPECT_NE(ResolveSharedMemory(p, regions, "x").status().message().find("named 'elsewhere'"),
+  EXPECT_NE(ResolveSharedMemory(p, &regions, "x").status().message().find("named 'elsewhere'"),
+            std::string::npos);
+  // No registry: shared memory is not accepted at all.
+  EXPECT_NE(ResolveSharedMemory(p, nullptr, "x").status().message().find("--allow-client-shm"),
             std::string::npos);
 }
 
