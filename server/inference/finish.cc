@@ -109,12 +109,22 @@ void LogOutcome(const FinishTarget& target, const InferenceRequest& request, con
                  status.ToString());
 }
 
-// Finish for every path: counts `request` once, then replies.
+// Finish for every path: counts `request` once, then replies. `outputs` is
+// null where the request may still be running (abandoned) or never ran.
 void Finish(const FinishTarget& target, InferenceRequest& request, Status status,
             std::vector<Value>* outputs, int64_t batch_rows) {
   RequestTimes& t = request.times;
   // A streaming request's responses were encoded as they went.
   if (status.ok() && outputs != nullptr && request.encode) status = request.encode(*outputs);
+  if (outputs != nullptr) {
+    // Before the reply: once answered, the client may rewrite or unregister
+    // its shared-memory regions, so a view of them the model kept must have
+    // its copy now. The outputs and inputs go first: an identity model's
+    // output is the input's view, which is not a view kept past the request.
+    outputs->clear();
+    request.inputs.clear();
+    request.shm_views.Release();
+  }
   t.finished = Clock::now();
   if (target.stats != nullptr) {
     Count(*target.stats, status, request);
@@ -133,9 +143,6 @@ void FinishRequest(const DispatchedModel& model, RequestPtr request, Status stat
                    std::vector<Value> outputs, int64_t batch_rows) {
   const Manifest& m = model.manifest();
   Finish({m.name, m.version, &model.stats()}, *request, std::move(status), &outputs, batch_rows);
-  // The outputs go before the request: one that is an input viewing shared
-  // memory (an identity model's) must not count as a view kept past it.
-  outputs.clear();
   request.reset();
 }
 

@@ -36,6 +36,11 @@ def main():
         "ServerLive", "ServerReady", "ModelReady", "ServerMetadata", "ModelMetadata",
         "ModelInfer", "ModelStreamInfer", "ModelConfig", "ModelStatistics",
         "RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload",
+        # Triton's shared-memory extension: the system part is served, the
+        # CUDA part is declared (so Triton's clients find it) and refused.
+        "SystemSharedMemoryStatus", "SystemSharedMemoryRegister",
+        "SystemSharedMemoryUnregister", "CudaSharedMemoryStatus",
+        "CudaSharedMemoryRegister", "CudaSharedMemoryUnregister",
     }
     assert set(service.methods_by_name) == expected, sorted(service.methods_by_name)
 
