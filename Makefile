@@ -75,8 +75,9 @@ bench-serving: models
 	/usr/bin/python3 tests/bench/bench_serving.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/serving.json
 
-# The request path's cost: python_heavy in the pool (PythonModel::Run from 2 threads) vs
-# served over gRPC at concurrency 16, alternated rounds: throughput and CPU per call.
+# The request path's cost: bench-pool's small model (small_net, packaged by the benchmark) in
+# the pool (PythonModel::Run from 2 threads) vs served over gRPC to manypy-perf --async at
+# concurrency 16, alternated rounds: throughput and CPU per call.
 bench-overhead: models
 	/usr/bin/python3 tests/bench/bench_overhead.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/overhead.json

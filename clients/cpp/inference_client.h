@@ -98,13 +98,17 @@ class InferenceClient {
 
   const std::string& address() const { return address_; }
 
- private:
-  InferenceClient(std::string address, Options options, std::shared_ptr<grpc::Channel> channel);
-  /// The ModelInferRequest for `inputs` and `options`.
+  /// For callers that drive calls themselves (gRPC's asynchronous API, as
+  /// manypy-perf --async does): the ModelInferRequest Infer would send for
+  /// `inputs` and `options`, the client's channel, and a call's context set
+  /// up as Infer's (the deadline: `timeout`, or the default when zero; the token).
   StatusOr<inference::ModelInferRequest> MakeRequest(const InferInputs& inputs,
                                                      const InferOptions& options) const;
-  /// Sets the deadline (`timeout`, or the default when zero) and the token.
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   void PrepareContext(grpc::ClientContext* ctx, std::chrono::milliseconds timeout) const;
+
+ private:
+  InferenceClient(std::string address, Options options, std::shared_ptr<grpc::Channel> channel);
 
   // Constant after construction; the stubs are thread-safe.
   const std::string address_;

@@ -98,6 +98,19 @@ std::vector<Sender> LoadRunner::MakeSenders(int count) const {
 StepSummary LoadRunner::RunClosedLoop(int concurrency) {
   Recorder recorder;
   std::atomic<bool> stop{false};
+  if (driver_.run) {
+    Status connected = driver_.connect(concurrency);
+    std::thread driver;
+    if (connected.ok()) {
+      driver = std::thread([&] { driver_.run(&recorder, stop); });
+    } else {
+      recorder.AddFailure({0, StatusCodeName(connected.code())}, connected.message());
+    }
+    StepSummary s = Measure(&recorder, "concurrency " + std::to_string(concurrency), concurrency, 0);
+    stop = true;
+    if (driver.joinable()) driver.join();
+    return s;
+  }
   std::vector<Sender> made = MakeSenders(concurrency);
   std::vector<std::thread> threads;
   for (int i = 0; i < concurrency; ++i) {

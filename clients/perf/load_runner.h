@@ -3,6 +3,7 @@
 // Not thread-safe: one step at a time; it owns the sender threads of a step.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <vector>
@@ -26,13 +27,22 @@ using Sender = std::function<Status(SendFigures*)>;
 using SenderFactory = std::function<Sender()>;
 /// Called with each window's figures as the window closes (measuring thread).
 using WindowObserver = std::function<void(const StepSummary&)>;
+/// A closed loop driven from one thread (--async, async_grpc_load.h) instead
+/// of a thread per stream: `connect` makes `concurrency` streams before
+/// anything is measured; `run` then keeps one request in flight on each,
+/// recording each, until the flag is set, and returns when none is left.
+struct ClosedLoopDriver {
+  std::function<Status(int concurrency)> connect;
+  std::function<void(Recorder*, const std::atomic<bool>& stop)> run;
+};
 
 class LoadRunner {
  public:
   LoadRunner(SenderFactory senders, const PerfOptions& options)
       : senders_(std::move(senders)), options_(options) {}
 
-  /// `concurrency` threads, each sending its next request when the last returns.
+  /// `concurrency` threads, each sending its next request when the last returns
+  /// (with a closed-loop driver: `concurrency` requests in flight from its one thread).
   StepSummary RunClosedLoop(int concurrency);
   /// Requests sent at `rate` per second by a pool of options.max_threads senders;
   /// latency counts from each request's scheduled time.
@@ -40,6 +50,8 @@ class LoadRunner {
 
   /// Every measured window, besides the step's summary (--window-log).
   void set_window_observer(WindowObserver observer) { observer_ = std::move(observer); }
+  /// Closed-loop steps through `driver` from here on (--async).
+  void set_closed_loop_driver(ClosedLoopDriver driver) { driver_ = std::move(driver); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -56,6 +68,7 @@ class LoadRunner {
   const SenderFactory senders_;
   const PerfOptions options_;
   WindowObserver observer_;
+  ClosedLoopDriver driver_;  // set: closed loops through it
 };
 
 }  // namespace manypy::perf

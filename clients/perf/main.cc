@@ -7,6 +7,7 @@
 
 #include "clients/cpp/inference_client.h"
 #include "clients/cpp/bearer_token.h"
+#include "clients/perf/async_grpc_load.h"
 #include "clients/perf/client_tls_context.h"
 #include "clients/perf/http_sender.h"
 #include "clients/perf/input_data.h"
@@ -115,6 +116,28 @@ int main(int argc, char** argv) {
     };
   }
   perf::LoadRunner runner(senders, options);
+  std::shared_ptr<perf::AsyncGrpcLoad> async_load;
+  if (options.async) {
+    client::InferOptions infer;
+    infer.model_name = options.model;
+    infer.model_version = options.model_version;
+    StatusOr<inference::ModelInferRequest> request = grpc_client->MakeRequest(inputs, infer);
+    if (!request.ok()) return Fail(request.status());
+    async_load = std::make_shared<perf::AsyncGrpcLoad>(
+        [&]() {
+          client::InferenceClient::Options own;
+          own.dedicated_connection = true;  // one connection per stream, as with threads
+          own.tls = options.tls;
+          own.bearer_token = token;
+          return client::InferenceClient::Create(options.url, own);
+        },
+        std::move(*request), std::chrono::milliseconds(options.timeout_ms), ConnectTimeout(options));
+    runner.set_closed_loop_driver(
+        {[async_load](int streams) { return async_load->Connect(streams); },
+         [async_load](perf::Recorder* recorder, const std::atomic<bool>& stop) {
+           async_load->Run(recorder, stop);
+         }});
+  }
   std::ofstream window_log;
   if (!options.window_log_path.empty()) {
     window_log.open(options.window_log_path, std::ios::app);

@@ -36,6 +36,7 @@ struct PerfOptions {
   client::TlsOptions tls;    // --tls-ca/--tls-cert/--tls-key or an https:// URL; plain by default
   std::string auth_token_file;  // --auth-token-file: sent as a bearer token; empty: none
   bool streaming = false;    // --streaming: each request a ModelStreamInfer stream (gRPC)
+  bool async = false;        // --async: closed loop from one thread (async_grpc_load.h)
   bool help = false;
 };
 

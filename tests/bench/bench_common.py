@@ -30,10 +30,11 @@ def start_manypy(binary, repository, models, interpreters, extra=()):
     raise SystemExit(f"manypy-server {' '.join(extra)} did not start")
 
 
-def perf_window(perf, port, model, concurrency, seconds, protocol="grpc", warmup=0.5):
-    """One manypy-perf window; its JSON record. Stops the run on any error."""
+def perf_window(perf, port, model, concurrency, seconds, protocol="grpc", warmup=0.5, extra=()):
+    """One manypy-perf window; its JSON record. Stops the run on any error.
+    `extra`: more manypy-perf flags (e.g. --async)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([perf, "-m", model, "-i", protocol, "-u", f"127.0.0.1:{port}",
+        subprocess.run([perf, *extra, "-m", model, "-i", protocol, "-u", f"127.0.0.1:{port}",
                         "--concurrency", str(concurrency), "--warmup-seconds", str(warmup),
                         "--window-seconds", str(seconds), "--max-windows", "1",
                         "--json", out.name, "--csv", os.devnull],

@@ -1,16 +1,20 @@
 #!/usr/bin/python3
 """make bench-overhead: what the request path costs on top of the pool.
 
-The same archive (python_heavy: a small Python-bound example model, with
-batching off so that each inference is one call of it, as each of the
-pool's calls is) and the same interpreter count, two ways, in alternated
-rounds of one run:
+The same archive and the same interpreter count, two ways, in alternated
+rounds of one run. The model is small_net (tests/bench/small_net_model.py,
+packaged here): make bench-pool's "small" model, 20 x (Linear 8x8 + ReLU)
+in a Python loop at batch 1, the model whose pool figure the target is set
+against; --model NAME takes an archive of the repository instead (e.g.
+python_heavy). Batching is off, so that each inference is one call of the
+model, as each of the pool's calls is.
 
   pool    manypy-bench-overhead-pool: the archive in N interpreters, called
           from N threads through PythonModel::Run, the call a server worker
           makes (no sockets, no queue, no client)
   server  manypy-server serving it over gRPC to manypy-perf (the C++ load
-          generator) at concurrency 16, on the same machine
+          generator, --async: one thread, every request in flight through a
+          completion queue) at concurrency 16, on the same machine
 
 Per round: calls/s and inferences/s, and CPU per call: the pool process's
 CPU over its window, the server process's over its window (from
@@ -29,9 +33,10 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path[:0] = [HERE, os.path.join(os.path.dirname(os.path.dirname(HERE)), "package_format", "python")]
 
 from bench_common import cpu_seconds, perf_window, start_manypy  # noqa: E402
 from paired_rounds import bootstrap_interval, verdict  # noqa: E402
@@ -65,12 +70,27 @@ class Pool:
         self.proc.wait()
 
 
+def package_small_net(folder):
+    """small_net.mpk in `folder`: bench-pool's small model, batch 1 (max_batch_size 1)."""
+    import torch
+    import manypy.package
+    from small_net_model import build
+
+    manypy.package.export(build(), os.path.join(folder, "small_net.mpk"), name="small_net",
+                          inputs=[("INPUT__0", "FP32", [8])], max_batch_size=1,
+                          example_inputs=(torch.ones(1, 8),))
+
+
 def server_window(perf, port, pid, model, concurrency, seconds):
     # No warm-up window (the server is warm from the rounds before), so the
     # server's CPU read around manypy-perf's whole run is the window's, give
     # or take connecting.
     cpu_start = cpu_seconds(pid)
-    record = perf_window(perf, port, model, concurrency, seconds, warmup=0)
+    # --async: one client thread keeps every request in flight, so the load
+    # generator, which shares the cores and which the pool does not have,
+    # takes as little of them as it can (a thread per stream costs about
+    # 1.5x its CPU per request).
+    record = perf_window(perf, port, model, concurrency, seconds, warmup=0, extra=["--async"])
     cpu = cpu_seconds(pid) - cpu_start
     return {"per_s": record["infer_per_s"], "cpu_us": cpu / record["requests"] * 1e6,
             "requests": record["requests"], "p50_ms": record["p50_ms"], "p99_ms": record["p99_ms"]}
@@ -81,7 +101,8 @@ def main():
     p.add_argument("--build", default="build")
     p.add_argument("--repository", default="build/model-repository")
     p.add_argument("--out", default="bench-results/overhead.json")
-    p.add_argument("--model", default="python_heavy")
+    p.add_argument("--model", default="small_net",
+                   help="small_net (packaged here) or an archive of --repository")
     p.add_argument("--interpreters", type=int, default=2)
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--rounds", type=int, default=6)
@@ -93,6 +114,10 @@ def main():
     if a.quick:
         a.rounds, a.seconds = 2, 0.5
     binaries = os.path.join(a.build, "bin")
+    if a.model == "small_net":
+        packaged = tempfile.TemporaryDirectory(prefix="manypy-bench-overhead-")
+        a.repository = packaged.name
+        package_small_net(a.repository)
     archive = os.path.join(a.repository, f"{a.model}.mpk")
 
     # Batching off: each inference is one call of the model, as each of the

@@ -130,6 +130,34 @@ TEST_F(PerfTest, ConcurrencySweepOnTwoIo) {
   EXPECT_EQ(lines, 2);
 }
 
+// --async: one thread keeps every stream's request in flight; the same
+// figures as the threaded closed loop, and the model's failures still
+// counted by code with their message.
+TEST_F(PerfTest, AsyncClosedLoopKeepsEveryStreamBusyAndCountsFailures) {
+  std::vector<Record> records = RunPerf("--async -m two_io --concurrency 1,4");
+  ASSERT_EQ(records.size(), 2u);
+  for (Record& r : records) {
+    ExpectConsistent(r);
+    EXPECT_EQ(r.numbers["errors"], 0);
+    EXPECT_GT(r.numbers["infer_per_s"], 0);
+  }
+  EXPECT_EQ(records[1].numbers["concurrency"], 4);
+  std::vector<float> negative = {-1, -2, -3};
+  std::string input = (dir_ / "negative.bin").string();
+  std::ofstream(input, std::ios::binary)
+      .write(reinterpret_cast<const char*>(negative.data()), negative.size() * sizeof(float));
+  records = RunPerf("-a -m failing --concurrency 2 --input INPUT__0=" + input);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].numbers["successes"], 0);
+  EXPECT_EQ(records[0].errors_by_code["INTERNAL"], records[0].numbers["requests"]);
+  EXPECT_NE(records[0].error_messages.find("negative input is not allowed"), std::string::npos)
+      << records[0].error_messages;
+  // Only what it drives: gRPC unary requests in a closed loop.
+  std::string perf = std::string(MANYPY_PERF_BINARY) + " -u " + server_.address();
+  EXPECT_NE(std::system((perf + " --async -m two_io -i http 2>/dev/null").c_str()), 0);
+  EXPECT_NE(std::system((perf + " --async -m two_io --rate 10 2>/dev/null").c_str()), 0);
+}
+
 TEST_F(PerfTest, OpenLoopRate) {
   std::vector<Record> records = RunPerf("-m two_io --rate 100 --distribution constant");
   ASSERT_EQ(records.size(), 1u);
