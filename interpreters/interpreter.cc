@@ -59,6 +59,7 @@ Status Interpreter::Boot() {
   config.extra_sys_path = options_.extra_sys_path;
   config.preload_modules = options_.preload_modules;
   config.lazy_modules = options_.lazy_modules;
+  config.lazy_functions = options_.lazy_functions;
   config.callbacks.context = this;
   config.callbacks.prepare_extension = &Interpreter::PrepareExtension;
   config.callbacks.call_host = &Interpreter::CallHost;

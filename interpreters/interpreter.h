@@ -26,6 +26,7 @@ class Interpreter {
     std::vector<std::string> extra_sys_path;
     std::vector<std::string> preload_modules;
     std::vector<std::string> lazy_modules;
+    std::vector<std::string> lazy_functions;
     bool arena_cache = true;
   };
 

@@ -76,6 +76,7 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
     o.extra_sys_path = options.extra_sys_path;
     o.preload_modules = options.preload_modules;
     o.lazy_modules = options.lazy_modules;
+    o.lazy_functions = options.lazy_functions;
     o.arena_cache = options.arena_cache;
     return Interpreter::Start(state->preparer.get(), o);
   };

@@ -66,6 +66,15 @@ struct PoolOptions {
       "torch.nn.qat",       "torch.nn.intrinsic", "torch.masked",    "torch.quasirandom",
       "numpy.ma",           "numpy.polynomial",  "numpy.random",    "numpy.fft",
       "torchvision.datasets", "torchvision.io"};
+  /// Functions ("module.function") that libraries import at their own import
+  /// from a module that is costly to run but call only on rare paths:
+  /// `from module import function` gets a stand-in that runs the module (and
+  /// its parent packages, all imported lazily until then) at its first call.
+  /// torchvision 0.21's roi_align imports torch._dynamo's
+  /// is_compile_supported, calling it only when torchvision's C++ operators
+  /// are missing; running torch._dynamo (PyTorch 2.x) at `import torchvision`
+  /// costs about 80 MiB and 0.7 s per interpreter (docs/debian13.md).
+  std::vector<std::string> lazy_functions{"torch._dynamo.utils.is_compile_supported"};
 };
 
 class InterpreterPool {

@@ -94,11 +94,42 @@ class _LazyModule(types.ModuleType):
     __getattribute__, which would run the module at once."""
 
     def __getattr__(self, attr):
+        if attr == "__path__":
+            # Not a package (a package's __path__ is set before its code
+            # runs): `from module import name` asks, and must not run it.
+            raise AttributeError(f"module {self.__name__!r} has no attribute '__path__'")
+        if f"{self.__name__}.{attr}" in _lazy_function_names:
+            stand_in = _lazy_function(self.__name__, attr)
+            setattr(self, attr, stand_in)  # the module's code, once run, puts the real one here
+            return stand_in
         _run_lazy_module(self)
         if type(self) is _LazyModule:  # this thread is running the module's code
             raise AttributeError(f"partially initialized module {self.__name__!r} has no "
                                  f"attribute {attr!r}")
         return getattr(self, attr)
+
+
+def _lazy_function(module_name, name):
+    """The stand-in `from module_name import name` gets while the module has
+    not run (PoolOptions::lazy_functions): its first call runs the module's
+    lazy packages from the top, then the module, and calls the real function."""
+    real = None
+
+    def call(*args, **kwargs):
+        nonlocal real
+        if real is None:
+            parts = module_name.split(".")
+            for end in range(1, len(parts) + 1):
+                module = sys.modules.get(".".join(parts[:end]))
+                if type(module) is _LazyModule:
+                    _run_lazy_module(module)
+            real = getattr(importlib.import_module(module_name), name)
+        return real(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__module__ = module_name
+    call.__doc__ = f"manypy's stand-in for {module_name}.{name}: runs {module_name} at its first call"
+    return call
 
 
 # name -> the loader that runs the module's code, while it has not run.
@@ -113,6 +144,15 @@ _lazy_loaders = {}
 _lazy_names = frozenset(_manypy.lazy_modules) | (
     {"torch._meta_registrations"}
     if _manypy.lazy_modules and not _manypy.owns_registrations else set())
+
+# PoolOptions::lazy_functions, and the modules that hold them with their
+# parent packages below the top one (which `import torch` ran already): lazy
+# too, so that importing the function's module runs none of them.
+_lazy_function_names = frozenset(_manypy.lazy_functions)
+_lazy_names |= {
+    ".".join(parts[:end])
+    for parts in (f.split(".")[:-1] for f in _lazy_function_names)
+    for end in range(2, len(parts) + 1)}
 
 
 def _run_lazy_module(module):
@@ -168,7 +208,8 @@ class ManypyExtensionFinder:
     @classmethod
     def find_spec(cls, name, path=None, target=None):
         parent = name.rpartition(".")[0]
-        if parent and type(sys.modules.get(parent)) is _LazyModule:
+        if (parent and type(sys.modules.get(parent)) is _LazyModule and
+                name not in _lazy_names):  # a lazy module's lazy submodule leaves it be
             _run_lazy_module(sys.modules[parent])
             imported = sys.modules.get(name)
             if imported is not None:

@@ -235,20 +235,26 @@ class Shim final : public InterpreterShim {
   }
 };
 
+// A new frozenset of `names`.
+PyObject* FrozenSetOf(const std::vector<std::string>& names) {
+  PyObject* set = Check(PyFrozenSet_New(nullptr));
+  for (const auto& n : names) {
+    PyObject* name = Check(PyUnicode_FromString(n.c_str()));
+    int added = PySet_Add(set, name);
+    Py_DECREF(name);
+    if (added != 0) ThrowPythonError();
+  }
+  return set;
+}
+
 // Runs in a fresh runtime with the GIL held.
 void Boot(const ShimConfig& config) {
   PyObject* module = Check(PyModule_New("_manypy"));
   PyModule_AddFunctions(module, kManypyMethods);
   PyModule_AddIntConstant(module, "index", config.index);
   PyModule_AddObjectRef(module, "owns_registrations", config.owns_registrations ? Py_True : Py_False);
-  PyObject* lazy = Check(PyFrozenSet_New(nullptr));
-  for (const auto& m : config.lazy_modules) {
-    PyObject* name = Check(PyUnicode_FromString(m.c_str()));
-    int added = PySet_Add(lazy, name);
-    Py_DECREF(name);
-    if (added != 0) ThrowPythonError();
-  }
-  PyModule_AddObject(module, "lazy_modules", lazy);  // steals the reference
+  PyModule_AddObject(module, "lazy_modules", FrozenSetOf(config.lazy_modules));  // steals it
+  PyModule_AddObject(module, "lazy_functions", FrozenSetOf(config.lazy_functions));
   g_interrupted_type = Check(PyErr_NewExceptionWithDoc(
       "_manypy.ExecutionInterrupted",
       "Raised inside a call that ran past its execution limit (the host interrupted it).",

@@ -360,7 +360,10 @@ int RunChild(size_t n, const std::string& archive, bool eager_imports) {
     auto start = Clock::now();
     manypy::PoolOptions options;
     options.interpreters = n;
-    if (eager_imports) options.lazy_modules.clear();  // for comparison: import as before
+    if (eager_imports) {  // for comparison: import as before
+      options.lazy_modules.clear();
+      options.lazy_functions.clear();
+    }
     options.intra_op_threads = std::atoi(kIntraOpThreads);
     auto pool = manypy::InterpreterPool::Create(options);
     if (!pool.ok()) {

@@ -5,7 +5,10 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 #include <vector>
@@ -301,6 +304,67 @@ TEST(PoolTest, TorchvisionDataModulesAreLazyAndWorkWhenUsed) {
             "3 True");
   s.Exec(not_run);
   EXPECT_EQ(s.Eval("','.join(not_run)").ToValue().to_str(), "");
+}
+
+// PoolOptions::lazy_functions: `from package.module import f` leaves the
+// package and the module unrun and gives a stand-in; its first call runs
+// them, parent first as a plain import would, and calls the real f.
+TEST(PoolTest, LazyFunctionsRunTheirModuleAtTheFirstCall) {
+  // As torch._dynamo.utils.is_compile_supported: a function of a module in a
+  // subpackage of a top-level package that runs as usual.
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("manypy_lazy_functions_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "lazy_top" / "pkg");
+  std::ofstream(dir / "lazy_top" / "__init__.py") << "import builtins\n"
+                                                     "builtins.lazy_order = ['lazy_top']\n";
+  std::ofstream(dir / "lazy_top" / "pkg" / "__init__.py") << "import builtins\n"
+                                                            "builtins.lazy_order.append('pkg')\n"
+                                                            "from . import heavy\n";
+  std::ofstream(dir / "lazy_top" / "pkg" / "heavy.py") << "import builtins\n"
+                                                          "builtins.lazy_order.append('heavy')\n"
+                                                          "def double(x):\n    return 2 * x\n";
+  std::ofstream(dir / "user_of_lazy.py") << "from lazy_top.pkg.heavy import double\n";
+  PoolOptions options = testing::TestPoolOptions(2);
+  options.extra_sys_path.push_back(dir.string());
+  options.lazy_functions.push_back("lazy_top.pkg.heavy.double");
+  auto pool = InterpreterPool::Create(options);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  for (size_t i = 0; i < (*pool)->size(); ++i) {
+    auto s = (*pool)->AcquireAt(i);
+    s.Exec("import builtins, sys, types, user_of_lazy");
+    EXPECT_EQ(s.Eval("','.join(builtins.lazy_order)").ToValue().to_str(), "lazy_top");
+    EXPECT_EQ(s.Eval("type(sys.modules['lazy_top.pkg.heavy']) is types.ModuleType").ToValue().to_bool(),
+              false);
+    EXPECT_EQ(s.Eval("user_of_lazy.double(21)").ToValue().to_int(), 42);
+    EXPECT_EQ(s.Eval("','.join(builtins.lazy_order)").ToValue().to_str(), "lazy_top,pkg,heavy");
+    EXPECT_EQ(s.Eval("user_of_lazy.double(4)").ToValue().to_int(), 8);
+    EXPECT_TRUE(s.Eval("sys.modules['lazy_top.pkg.heavy'].double(1) == 2 and "
+                       "type(sys.modules['lazy_top.pkg']) is types.ModuleType").ToValue().to_bool());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// The default lazy function: on PyTorch 2.x `import torchvision` leaves
+// torch._dynamo unrun (torchvision.ops.roi_align imports one function of it).
+TEST(PoolTest, ImportingTorchvisionDoesNotRunTorchDynamo) {
+  if (std::string(MANYPY_TEST_TORCH_SOVERSION)[0] == '1') {
+    GTEST_SKIP() << "PyTorch 1.x has no torch._dynamo";
+  }
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    s.Exec("import sys, types, torchvision");
+    EXPECT_FALSE(s.Eval("type(sys.modules['torch._dynamo']) is types.ModuleType").ToValue().to_bool())
+        << "interpreter " << i;
+    // Called, the stand-in runs torch._dynamo and answers as the real function.
+    EXPECT_EQ(s.Eval("torchvision.ops.roi_align.is_compile_supported('cpu') == "
+                     "sys.modules['torch._dynamo.utils'].is_compile_supported('cpu')")
+                  .ToValue()
+                  .to_bool(),
+              true);
+    EXPECT_TRUE(s.Eval("type(sys.modules['torch._dynamo']) is types.ModuleType").ToValue().to_bool());
+  }
 }
 
 }  // namespace
