@@ -27,6 +27,12 @@ Value Value::Bytes(std::string data) {
   return v;
 }
 
+Value Value::LentTensor(at::Tensor t) {
+  Value v(std::move(t));
+  v.lent_ = true;
+  return v;
+}
+
 Value Value::List(Items items) {
   Value v;
   v.kind_ = Kind::kList;

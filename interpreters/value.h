@@ -27,6 +27,16 @@ class Value {
   Value(std::string s) : kind_(Kind::kStr), str_(std::move(s)) {}  // NOLINT
   Value(at::Tensor t) : kind_(Kind::kTensor), tensor_(std::move(t)) {}  // NOLINT
 
+  /// A tensor the host lends to one call in one interpreter (a request's
+  /// input viewing memory the host will take back, e.g. a client's shared
+  /// memory): there the Python tensor shares this tensor's storage object
+  /// instead of getting one of its own (PyTorch 2.x gives each interpreter
+  /// its own), so what the host later does to that storage (a private copy
+  /// of its bytes: SharedMemoryViews) reaches any alias the model kept.
+  /// Never lend one tensor to two interpreters: a storage belongs to the
+  /// first interpreter that wraps it.
+  static Value LentTensor(at::Tensor t);
+
   static Value None() { return Value(); }
   static Value Bytes(std::string data);
   static Value List(Items items);
@@ -43,6 +53,8 @@ class Value {
   const std::string& to_str() const;
   const std::string& to_bytes() const;
   const at::Tensor& to_tensor() const;
+  /// A tensor made by LentTensor.
+  bool lent() const { return lent_; }
   const Items& items() const;  ///< list or tuple
   const DictItems& dict_items() const;
   /// The value under a str key of a dict, or nullptr.
@@ -59,6 +71,7 @@ class Value {
   double float_ = 0;
   std::string str_;  // str or bytes
   at::Tensor tensor_;
+  bool lent_ = false;  // a tensor made by LentTensor
   Items items_;
   DictItems dict_;
 };

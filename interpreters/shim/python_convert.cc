@@ -123,7 +123,8 @@ PyObject* ToPython(const Value& value) {
     case K::kTensor:
       // A TensorImpl remembers the first interpreter that wrapped it; give this
       // interpreter its own TensorImpl over the same storage (no data copy).
-      return THPVariable_Wrap(OwnTensor(value.to_tensor()));
+      // A lent tensor shares its storage object (Value::LentTensor).
+      return THPVariable_Wrap(value.lent() ? value.to_tensor().detach() : OwnTensor(value.to_tensor()));
     case K::kList:
     case K::kTuple: {
       const auto& items = value.items();

@@ -115,7 +115,7 @@ bool ViewOfRegion(const DatatypeInfo& dt, const SharedMemoryRef& ref,
       ref.data(), shape, [hold](void*) mutable { hold.reset(); },
       at::TensorOptions().dtype(type));
   views->Add(t);
-  *out = Value(t);
+  *out = Value::LentTensor(t);  // its storage is the one SharedMemoryViews re-points
   return true;
 }
 

@@ -3,10 +3,12 @@
 #include "interpreters/pool.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/CPUAllocator.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -306,6 +308,23 @@ TEST(PoolTest, TorchvisionDataModulesAreLazyAndWorkWhenUsed) {
   EXPECT_EQ(s.Eval("','.join(not_run)").ToValue().to_str(), "");
 }
 
+// Value::LentTensor: the interpreter's tensor shares the host's storage
+// object, so the host giving that storage other bytes afterwards (what
+// SharedMemoryViews does when a request ends) reaches a tensor the model
+// kept. On PyTorch 2.x an ordinary tensor gets a storage of its own there.
+TEST(PoolTest, ALentTensorSharesItsStorageWithWhatTheInterpreterKeeps) {
+  auto pool = MakePool(1);
+  ASSERT_NE(pool, nullptr);
+  auto s = pool->Acquire();
+  s.Exec("kept = []\ndef keep(x):\n    kept.append(x)\n");
+  at::Tensor lent = at::ones({4});
+  s.Global("__main__", "keep").Call({Value::LentTensor(lent)});
+  at::DataPtr other = c10::GetCPUAllocator()->allocate(4 * sizeof(float));
+  std::fill_n(static_cast<float*>(other.get()), 4, 5.0f);
+  lent.storage().set_data_ptr(std::move(other));
+  EXPECT_EQ(s.Eval("kept[0].sum().item()").ToValue().to_double(), 20.0);
+}
+
 // PoolOptions::lazy_functions: `from package.module import f` leaves the
 // package and the module unrun and gives a stand-in; its first call runs
 // them, parent first as a plain import would, and calls the real f.
@@ -358,7 +377,7 @@ TEST(PoolTest, ImportingTorchvisionDoesNotRunTorchDynamo) {
     EXPECT_FALSE(s.Eval("type(sys.modules['torch._dynamo']) is types.ModuleType").ToValue().to_bool())
         << "interpreter " << i;
     // Called, the stand-in runs torch._dynamo and answers as the real function.
-    EXPECT_EQ(s.Eval("torchvision.ops.roi_align.is_compile_supported('cpu') == "
+    EXPECT_EQ(s.Eval("sys.modules['torchvision.ops.roi_align'].is_compile_supported('cpu') == "
                      "sys.modules['torch._dynamo.utils'].is_compile_supported('cpu')")
                   .ToValue()
                   .to_bool(),
