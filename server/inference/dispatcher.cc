@@ -6,6 +6,7 @@
 #include "server/inference/batch_assembly.h"
 #include "server/inference/execution_context.h"
 #include "server/inference/inference_observer.h"
+#include "common/thread_name.h"
 #include "server/log.h"
 
 namespace manypy {
@@ -40,9 +41,15 @@ Dispatcher::Dispatcher(Options options)
       slot_held_(options.slots, false),
       slot_drops_(options.slots) {
   for (size_t slot = 0; slot < options_.slots; ++slot) {
-    workers_.emplace_back([this, slot] { Work(slot); });
+    workers_.emplace_back([this, slot] {
+      NameThisThread(("manypy-worker-" + std::to_string(slot)).c_str());
+      Work(slot);
+    });
   }
-  watchdog_ = std::thread([this] { Watch(); });
+  watchdog_ = std::thread([this] {
+    NameThisThread("manypy-watchdog");
+    Watch();
+  });
 }
 
 Dispatcher::~Dispatcher() {

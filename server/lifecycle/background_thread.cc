@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "common/thread_name.h"
+
 namespace manypy {
 
 bool LowerThisThreadsPriority(int increment) {
@@ -18,8 +20,8 @@ bool LowerThisThreadsPriority(int increment) {
   return setpriority(PRIO_PROCESS, tid, std::min(nice + increment, 19)) == 0;
 }
 
-BackgroundThread::BackgroundThread(int nice_increment)
-    : thread_([this, nice_increment] { Loop(nice_increment); }) {}
+BackgroundThread::BackgroundThread(const char* name, int nice_increment)
+    : thread_([this, name, nice_increment] { Loop(name, nice_increment); }) {}
 
 BackgroundThread::~BackgroundThread() {
   {
@@ -49,7 +51,8 @@ void BackgroundThread::Post(std::function<void()> task) {
   cv_.notify_all();
 }
 
-void BackgroundThread::Loop(int nice_increment) {
+void BackgroundThread::Loop(const char* name, int nice_increment) {
+  NameThisThread(name);
   // A refusal (a seccomp profile, say) leaves the thread at normal priority:
   // slower requests during loads, nothing worse.
   LowerThisThreadsPriority(nice_increment);

@@ -30,7 +30,8 @@ bool LowerThisThreadsPriority(int increment);
 
 class BackgroundThread {
  public:
-  explicit BackgroundThread(int nice_increment = kBackgroundNiceIncrement);
+  /// `name` names the thread (NameThisThread).
+  explicit BackgroundThread(const char* name, int nice_increment = kBackgroundNiceIncrement);
   /// Runs the tasks still queued, then joins.
   ~BackgroundThread();
   BackgroundThread(const BackgroundThread&) = delete;
@@ -44,7 +45,7 @@ class BackgroundThread {
   void Post(std::function<void()> task);
 
  private:
-  void Loop(int nice_increment);
+  void Loop(const char* name, int nice_increment);
 
   std::mutex mu_;
   std::condition_variable cv_;

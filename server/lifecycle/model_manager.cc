@@ -120,16 +120,16 @@ Status ModelManager::LoadModel(const std::string& name, LoadCause cause) {
     if (step == ReloadStep::kDone) break;
     if (step == ReloadStep::kDrainOld) {
       std::lock_guard<std::mutex> lock(mu_);
-      Retire(serving);  // drains, then unloads
+      Retire(serving, loader_);  // drains, then unloads
       continue;
     }
     // kLoadNew. Loading runs Python in every interpreter: never under mu_.
     Clock::time_point start = Clock::now();
     StatusOr<std::shared_ptr<Model>> loaded = Internal("not loaded");
     const int64_t estimate = EstimateBytes(*entry);
-    Status room = MakeRoom(name, estimate);
+    Status room = MakeRoom(name, estimate, cause);
     if (room.ok()) {
-      loaded = LoadVersion(*entry);
+      loaded = LoadVersion(*entry, cause);
     } else {
       loaded = room;
     }
@@ -167,7 +167,7 @@ Status ModelManager::LoadModel(const std::string& name, LoadCause cause) {
     e.shown = {};
   }
   // Its first load could only estimate what its Python holds; now measured.
-  if (result.ok()) FitAfterLoad(name);
+  if (result.ok()) FitAfterLoad(name, cause);
   return result;
 }
 
@@ -182,7 +182,7 @@ Status ModelManager::Unload(const std::string& name) {
   ModelEntry& e = it->second;
   VersionPtr serving = std::move(e.serving);
   if (AvailabilityPreservingNextStep(&serving->lifecycle, nullptr) == ReloadStep::kDrainOld) {
-    Retire(serving);
+    Retire(serving, loader_);
   }
   e.shown = {name, serving->lifecycle.version(), ModelState::kUnavailable, "unloaded"};
   return Status::Ok();
@@ -270,7 +270,8 @@ std::vector<std::shared_ptr<Model>> ModelManager::ReadyModels() const {
   return out;
 }
 
-StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry& entry) {
+StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry& entry,
+                                                            LoadCause cause) {
   Clock::time_point start = Clock::now();
   Manifest m;
   auto loaded = options_.loader(entry.path, &m);
@@ -280,12 +281,12 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
   if (!settings.ok()) return settings.status();
   LoadTimes times;
   times.load_seconds = SecondsSince(start);
-  Status prepared = PrepareEverySlot(*executable, m, settings->warmup_runs, &times);
+  Status prepared = PrepareEverySlot(*executable, m, settings->warmup_runs, cause, &times);
   if (!prepared.ok()) {
     if (starting_) {
       ReleaseEverySlot(*executable);
     } else {
-      loader_.Run([&] { ReleaseEverySlot(*executable); });
+      RunLoadWork(cause, [&] { ReleaseEverySlot(*executable); });
     }
     return prepared;
   }
@@ -325,8 +326,16 @@ StatusOr<std::shared_ptr<Model>> ModelManager::LoadVersion(const RepositoryEntry
                                  std::move(queue), dispatcher_, cache);
 }
 
+void ModelManager::RunLoadWork(LoadCause cause, const std::function<void()>& work) {
+  if (cause == LoadCause::kOnDemand) {
+    work();  // on demand_, at normal priority
+  } else {
+    loader_.Run(work);
+  }
+}
+
 Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
-                                      int64_t warmup_runs, LoadTimes* times) {
+                                      int64_t warmup_runs, LoadCause cause, LoadTimes* times) {
   struct SlotResult {
     Status status;
     double load_seconds = 0;
@@ -347,12 +356,12 @@ Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
   };
   // Once requests may come, one interpreter at a time (the others keep
   // answering: loading every interpreter at once stalled every model for the
-  // length of the load, make soak's p99) and on the background thread (the
-  // load's CPU must not delay the requests). At the start, before any
-  // frontend listens, all at once, which is faster.
+  // length of the load, make soak's p99) and, unless a request waits for it,
+  // on the background thread (the load's CPU must not delay the requests).
+  // At the start, before any frontend listens, all at once, which is faster.
   if (!starting_) {
     for (size_t slot = 0; slot < slots_; ++slot) {
-      loader_.Run([&] { prepare(slot); });
+      RunLoadWork(cause, [&] { prepare(slot); });
       times->load_seconds += results[slot].load_seconds;
       times->warmup_seconds += results[slot].warmup_seconds;
       if (!results[slot].status.ok()) return results[slot].status;
@@ -379,7 +388,7 @@ void ModelManager::ReleaseEverySlot(Executable& executable) {
   }
 }
 
-void ModelManager::Retire(const VersionPtr& version) {
+void ModelManager::Retire(const VersionPtr& version, BackgroundThread& unloader) {
   version->lifecycle.Drain();
   const std::shared_ptr<Model>& model = version->model;
   Log(LogLevel::kInfo, "model " + model->name() + " version " + std::to_string(model->version()) +
@@ -394,11 +403,11 @@ void ModelManager::Retire(const VersionPtr& version) {
   // Called under the dispatcher's lock as the version leaves: only hands the
   // unload on (the lock order is this mu_ before the dispatcher's, so no
   // taking mu_ here).
-  dispatcher_->Retire(model->queue(), [guard = drain_guard_, version] {
+  dispatcher_->Retire(model->queue(), [guard = drain_guard_, version, unloader = &unloader] {
     std::lock_guard<std::mutex> lock(guard->mu);
     if (guard->manager == nullptr) return;  // shutting down: left to the process's exit
     ModelManager* manager = guard->manager;
-    manager->loader_.Post([manager, version] { manager->UnloadDrained(version); });
+    unloader->Post([manager, version] { manager->UnloadDrained(version); });
   });
 }
 
@@ -431,11 +440,13 @@ void ModelManager::UnloadDrained(const VersionPtr& version) {
 ModelManager::~ModelManager() {
   stopping_ = true;  // on-demand loads still queued are refused
   changes_.reset();  // the changes asked for run first (nothing new comes now)
+  demand_.reset();
   {
     std::lock_guard<std::mutex> lock(drain_guard_->mu);
     drain_guard_->manager = nullptr;  // no unload is posted from now on
   }
   loader_.Run([] {});  // the unloads posted before have run
+  demand_unloads_.Run([] {});
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& v : retiring_) {
     if (v->lifecycle.state() == VersionState::kDraining && v->model != nullptr) {

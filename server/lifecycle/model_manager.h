@@ -175,35 +175,45 @@ class ModelManager {
   enum class LoadCause { kRequested, kOnDemand };
   /// Load; an on-demand load of a model that serves by then does nothing.
   Status LoadModel(const std::string& name, LoadCause cause);
-  /// The on-demand load Acquire starts, on changes_: counts and logs a cold load.
+  /// The on-demand load Acquire starts, on demand_: counts and logs a cold load.
   Status LoadOnDemand(const std::string& name);
+  /// Where a load's heavy work (preparing slots, unloading what it evicts)
+  /// runs: for a load a request waits for (on-demand), at normal priority:
+  /// inline on demand_ and on demand_unloads_; for a load asked for, at
+  /// background priority on loader_.
+  void RunLoadWork(LoadCause cause, const std::function<void()>& work);
+  BackgroundThread& UnloaderFor(LoadCause cause) {
+    return cause == LoadCause::kOnDemand ? demand_unloads_ : loader_;
+  }
   /// What a load of `entry` is expected to need: its archive's size plus what
   /// the model's Python measured at its last load (0 before its first).
   int64_t EstimateBytes(const RepositoryEntry& entry) const;
   /// Evicts idle models (on-demand mode) until `needed` more bytes fit the
   /// budget beside what is resident, waiting for their unloads; `name`'s own
   /// versions are never evicted for it. RESOURCE_EXHAUSTED when they cannot fit.
-  Status MakeRoom(const std::string& name, int64_t needed, bool adds_model = true);
+  Status MakeRoom(const std::string& name, int64_t needed, LoadCause cause, bool adds_model = true);
   /// After `name` loaded and measured more than its estimate: evicts idle
   /// models until the total is within the budget again (a warning if it cannot).
-  void FitAfterLoad(const std::string& name);
+  void FitAfterLoad(const std::string& name, LoadCause cause);
   /// Every loaded, loading and draining version, as the budget sees them. REQUIRES: mu_.
   std::vector<ResidentModel> Resident(const std::string& loading) const;
-  /// Stops serving `victim` to make room for `for_model`. REQUIRES: mu_.
-  void Evict(const ResidentModel& victim, const std::string& for_model);
+  /// Stops serving `victim` to make room for `for_model`, unloading it on
+  /// `unloader`. REQUIRES: mu_.
+  void Evict(const ResidentModel& victim, const std::string& for_model, BackgroundThread& unloader);
   /// Loads, warms up and registers one archive.
-  StatusOr<std::shared_ptr<Model>> LoadVersion(const RepositoryEntry& entry);
+  StatusOr<std::shared_ptr<Model>> LoadVersion(const RepositoryEntry& entry, LoadCause cause);
   /// Prepares and warms up `executable` on every interpreter slot, each held
-  /// out of dispatch meanwhile (once past start: one at a time, on loader_); adds
-  /// the time taken to `times`.
+  /// out of dispatch meanwhile (once past start: one at a time, through
+  /// RunLoadWork); adds the time taken to `times`.
   Status PrepareEverySlot(Executable& executable, const Manifest& manifest, int64_t warmup_runs,
-                          LoadTimes* times);
+                          LoadCause cause, LoadTimes* times);
   /// Releases `executable` on every slot in turn, each held out of dispatch.
   void ReleaseEverySlot(Executable& executable);
   /// Ready -> Draining: stops dispatching new requests to `version`; once the
-  /// dispatcher says it has drained, it is unloaded on loader_. REQUIRES: mu_.
-  void Retire(const VersionPtr& version);
-  /// Draining -> Unloading -> Unloaded, slot by slot, on loader_.
+  /// dispatcher says it has drained, it is unloaded on `unloader` (loader_ but
+  /// for what an on-demand load evicts). REQUIRES: mu_.
+  void Retire(const VersionPtr& version, BackgroundThread& unloader);
+  /// Draining -> Unloading -> Unloaded, slot by slot, on its unloader.
   void UnloadDrained(const VersionPtr& version);
 
   const size_t slots_;  // interpreters a model may run on
@@ -229,14 +239,21 @@ class ModelManager {
   const std::shared_ptr<DrainGuard> drain_guard_ = std::make_shared<DrainGuard>();
   // Loads once serving (and their failure's cleanup) and unloads drained
   // versions, at background priority, off every request thread.
-  BackgroundThread loader_;
+  BackgroundThread loader_{"manypy-loader"};
+  // Unloads the versions that on-demand loads evict, at normal priority: a
+  // request waits for the memory they free (run at nice +10 on a busy
+  // machine, they and the loads behind them took most of a cold start).
+  BackgroundThread demand_unloads_{"manypy-evict", 0};
   // Requests waiting for on-demand loads; destroyed after changes_ (declared
   // before it), so a load that ends at shutdown still finds it.
   LoadWaiters waiters_;
   // Runs LoadAsync and UnloadAsync (each then uses loader_ for the heavy
   // part, so it cannot be loader_ itself). Emptied and joined first at
   // destruction.
-  std::unique_ptr<BackgroundThread> changes_ = std::make_unique<BackgroundThread>();
+  std::unique_ptr<BackgroundThread> changes_ = std::make_unique<BackgroundThread>("manypy-changes");
+  // Runs on-demand loads (Acquire), one at a time, at normal priority, their
+  // slots' preparation inline. Emptied and joined beside changes_.
+  std::unique_ptr<BackgroundThread> demand_ = std::make_unique<BackgroundThread>("manypy-demand", 0);
 };
 
 }  // namespace manypy

@@ -66,7 +66,7 @@ void ModelManager::Acquire(const std::string& name, const std::string& version,
     done(Get(name, version));
   };
   if (waiters_.Add(name, std::move(waiter))) {
-    changes_->Post([this, name] { waiters_.Finish(name, LoadOnDemand(name)); });
+    demand_->Post([this, name] { waiters_.Finish(name, LoadOnDemand(name)); });
   }
 }
 
@@ -174,7 +174,8 @@ std::vector<ResidentModel> ModelManager::Resident(const std::string& loading) co
   return out;
 }
 
-void ModelManager::Evict(const ResidentModel& victim, const std::string& for_model) {
+void ModelManager::Evict(const ResidentModel& victim, const std::string& for_model,
+                         BackgroundThread& unloader) {
   ModelEntry& e = models_[victim.name];
   VersionPtr serving = std::move(e.serving);
   e.shown = {victim.name, victim.version, ModelState::kUnavailable,
@@ -186,19 +187,21 @@ void ModelManager::Evict(const ResidentModel& victim, const std::string& for_mod
   if (InferenceObserver* observer = GetInferenceObserver()) {
     observer->OnModelEvicted(victim.name, victim.version, victim.bytes);
   }
-  Retire(serving);  // idle: drains at once, unloads on loader_
+  Retire(serving, unloader);  // idle: drains at once, then unloads
 }
 
-void ModelManager::FitAfterLoad(const std::string& name) {
+void ModelManager::FitAfterLoad(const std::string& name, LoadCause cause) {
   if (options_.budget.memory_bytes == 0 || ResidentBytes() <= options_.budget.memory_bytes) return;
-  Status fitted = MakeRoom(name, 0, /*adds_model=*/false);
+  Status fitted = MakeRoom(name, 0, cause, /*adds_model=*/false);
   if (!fitted.ok()) {
     Log(LogLevel::kWarning, "model " + name + " measured more at load than its estimate and the "
                             "total passes the budget: " + fitted.message());
   }
 }
 
-Status ModelManager::MakeRoom(const std::string& name, int64_t needed, bool adds_model) {
+Status ModelManager::MakeRoom(const std::string& name, int64_t needed, LoadCause cause,
+                              bool adds_model) {
+  BackgroundThread& unloader = UnloaderFor(cause);
   if (!options_.budget.enabled()) return Status::Ok();
   Clock::time_point start = Clock::now();
   for (;;) {
@@ -213,7 +216,7 @@ Status ModelManager::MakeRoom(const std::string& name, int64_t needed, bool adds
         busy = busy || (r.evictable && !r.pinned && !r.idle);
       }
       if (plan.refusal.ok()) {
-        for (const auto& victim : plan.victims) Evict(victim, name);
+        for (const auto& victim : plan.victims) Evict(victim, name, unloader);
       }
     }
     if (plan.refusal.ok() && plan.victims.empty()) return Status::Ok();
@@ -224,9 +227,9 @@ Status ModelManager::MakeRoom(const std::string& name, int64_t needed, bool adds
       if (!wait) return plan.refusal;
     }
     // The evicted versions drained at once (idle) and their unloads are
-    // queued on loader_: once it has run them their memory is back. Versions
-    // still draining get a moment; then the plan is made again.
-    loader_.Run([] {});
+    // queued on the unloader: once it has run them their memory is back.
+    // Versions still draining get a moment; then the plan is made again.
+    unloader.Run([] {});
     if (!plan.refusal.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }

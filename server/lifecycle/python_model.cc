@@ -7,6 +7,7 @@
 #include "interpreters/python_error.h"
 #include "interpreters/torch_version.h"
 #include "server/lifecycle/archive_traceback.h"
+#include "server/lifecycle/python_heap_measurements.h"
 #include "server/lifecycle/model_runtime_source.h"
 #include "server/log.h"
 
@@ -85,6 +86,8 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
       CheckPackagedTorch(archive->manifest(), RunningTorchVersion(), archive_path));
   auto storages = MappedStorages::Map(*archive);
   if (!storages.ok()) return storages.status();
+  struct stat file {};
+  fstat(archive->fd(), &file);  // the file Map just copied and checked
 
   const Manifest& manifest = archive->manifest();
   if (manifest.device != "cpu" && !at::hasCUDA()) {
@@ -112,8 +115,10 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
     return s.Global("functools", "partial").CallWith({infer, model.In(s), s.FromValue(method),
                                                       s.FromValue(names), s.FromValue(device)});
   });
-  return std::unique_ptr<PythonModel>(new PythonModel(
-      pool, std::move(archive), std::move(*storages), std::move(model), std::move(runner)));
+  std::string heap_key = PythonHeapMeasurements::Key(archive_path, file);
+  return std::unique_ptr<PythonModel>(new PythonModel(pool, std::move(archive), std::move(*storages),
+                                                      std::move(model), std::move(runner),
+                                                      std::move(heap_key)));
 }
 
 Status PythonModel::Prepare(size_t slot) {
@@ -123,14 +128,19 @@ Status PythonModel::Prepare(size_t slot) {
     // its own libpython), so requests running on the other interpreters meanwhile
     // do not blur the figure, as they would an RSS or malloc-wide delta. A
     // model that traces memory itself is left alone (its figure is then 0).
-    bool traced_before = session.Global("tracemalloc", "is_tracing").Call().ToValue().to_bool();
-    if (!traced_before) session.Global("tracemalloc", "start").Call();
+    // Measured once per archive file (python_heap_measurements.h).
+    PythonHeapMeasurements& measured = PythonHeapMeasurements::Shared();
+    std::optional<int64_t> known = measured.Find(heap_key_);
+    bool trace = !known.has_value() &&
+                 !session.Global("tracemalloc", "is_tracing").Call().ToValue().to_bool();
+    if (trace) session.Global("tracemalloc", "start").Call();
     runner_.In(session);
-    int64_t python_bytes = 0;
-    if (!traced_before) {
+    int64_t python_bytes = known.value_or(0);
+    if (trace) {
       python_bytes = session.Global("tracemalloc", "get_traced_memory").Call().ToValue()
                          .items()[0].to_int();
       session.Global("tracemalloc", "stop").Call();
+      measured.Record(heap_key_, python_bytes);
     }
     int64_t tensor_bytes = session.DefineModule(kRuntimeModule, kModelRuntimeSource)
                                .Attr("owned_tensor_bytes")

@@ -82,10 +82,11 @@ class PythonModel final : public Executable {
  private:
   PythonModel(InterpreterPool* pool, std::unique_ptr<PackageArchive> archive,
                 std::shared_ptr<MappedStorages> storages, ReplicatedObject model,
-                ReplicatedObject runner)
+                ReplicatedObject runner, std::string heap_key)
       : pool_(pool),
         archive_(std::move(archive)),
         storages_(std::move(storages)),
+        heap_key_(std::move(heap_key)),
         model_(std::move(model)),
         runner_(std::move(runner)),
         released_(pool->size(), false),
@@ -101,6 +102,7 @@ class PythonModel final : public Executable {
   InterpreterPool* const pool_;
   std::unique_ptr<PackageArchive> archive_;
   std::shared_ptr<MappedStorages> storages_;
+  const std::string heap_key_;  // the archive file's key in PythonHeapMeasurements
   ReplicatedObject model_;   // the user's model object
   // infer(inputs), or for a streaming model start_stream(inputs), with the
   // model, method, output names and device bound.

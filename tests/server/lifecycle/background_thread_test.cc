@@ -21,7 +21,7 @@ int ThisThreadsNice() {
 
 TEST(BackgroundThreadTest, RunsEachTaskOnOneNicerThreadAndWaitsForIt) {
   const int caller_nice = ThisThreadsNice();
-  BackgroundThread background(5);
+  BackgroundThread background("test-background", 5);
   std::vector<std::thread::id> ids;
   std::vector<int> nices;
   for (int i = 0; i < 3; ++i) {
@@ -39,7 +39,7 @@ TEST(BackgroundThreadTest, RunsEachTaskOnOneNicerThreadAndWaitsForIt) {
 }
 
 TEST(BackgroundThreadTest, ATaskThatThrowsReachesItsCallerAndTheThreadRunsOn) {
-  BackgroundThread background;
+  BackgroundThread background("test-background");
   EXPECT_THROW(background.Run([] { throw std::runtime_error("load failed"); }),
                std::runtime_error);
   bool ran = false;
@@ -50,7 +50,7 @@ TEST(BackgroundThreadTest, ATaskThatThrowsReachesItsCallerAndTheThreadRunsOn) {
 TEST(BackgroundThreadTest, CallersFromManyThreadsEachGetTheirTaskRunOnce) {
   std::atomic<int> runs{0};
   {
-    BackgroundThread background;
+    BackgroundThread background("test-background");
     std::vector<std::thread> callers;
     for (int i = 0; i < 8; ++i) {
       callers.emplace_back([&] {
