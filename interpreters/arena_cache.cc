@@ -33,6 +33,21 @@ void ArenaCache::Drain() {
   free_.clear();
 }
 
+size_t ArenaCache::Trim(size_t keep_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t kept = 0, released = 0;
+  for (auto& [size, list] : free_) {
+    const size_t room = keep_bytes > kept ? (keep_bytes - kept) / size : 0;
+    while (list.size() > room) {
+      munmap(list.back(), size);
+      list.pop_back();
+      released += size;
+    }
+    kept += list.size() * size;
+  }
+  return released;
+}
+
 size_t ArenaCache::cached() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;

@@ -26,6 +26,11 @@ class ArenaCache {
 
   /// Unmaps every cached arena (after the interpreter is finalized).
   void Drain();
+  /// Unmaps cached arenas until at most `keep_bytes` stay cached, and returns
+  /// the bytes unmapped: after a burst of frees (a model unloaded) the cache
+  /// would otherwise keep the interpreter's Python heap at its high-water
+  /// mark for good, while a small reserve still serves the steady churn.
+  size_t Trim(size_t keep_bytes);
   size_t cached() const;
 
  private:

@@ -42,6 +42,8 @@ class Interpreter {
   bool owns_registrations() const { return options_.owns_registrations; }
   /// Flushes sys.stdout and sys.stderr. No session may be open on this thread.
   void FlushOutput();
+  /// ArenaCache::Trim of this interpreter's arena cache (0 without one).
+  size_t TrimArenaCache(size_t keep_bytes) { return arenas_ ? arenas_->Trim(keep_bytes) : 0; }
 
  private:
   Interpreter(ImagePreparer* preparer, Options options) : preparer_(preparer), options_(options) {}

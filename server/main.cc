@@ -32,6 +32,7 @@
 #include "server/log.h"
 #include "server/metrics/metrics_server.h"
 #include "server/lifecycle/model_manager.h"
+#include "server/lifecycle/python_model.h"
 #include "server/server_options.h"
 
 namespace {
@@ -165,6 +166,9 @@ int main(int argc, char** argv) {
   // replaced), and its metrics (declared as the model imports): before any
   // model loads. On /metrics with the server's, or (--no-metrics) kept unseen.
   PythonServices::Install(pool->get());
+  if (Status ready = PythonModel::PrepareInterpreters(pool->get()); !ready.ok()) {
+    return Fail(ready.ToString());
+  }
   PythonMetrics python_metrics(metrics ? metrics->registry() : nullptr);
   ModelManager::Options model_options;
   model_options.repository = options->model_repository;

@@ -365,6 +365,7 @@ Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
       times->load_seconds += results[slot].load_seconds;
       times->warmup_seconds += results[slot].warmup_seconds;
       if (!results[slot].status.ok()) return results[slot].status;
+      if (slot == 0 && slots_ > 1) MANYPY_RETURN_IF_ERROR(ReserveMeasured(executable, m.name, cause));
     }
     return Status::Ok();
   }
@@ -380,6 +381,14 @@ Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
   times->load_seconds += load;
   times->warmup_seconds += warmup;
   return Status::Ok();
+}
+
+Status ModelManager::ReserveMeasured(const Executable& executable, const std::string& name,
+                                     LoadCause cause) {
+  MemoryFootprint measured = executable.Memory();
+  if (!options_.budget.enabled() || measured.per_slot_bytes.empty()) return Status::Ok();
+  int64_t first = measured.per_slot_bytes[0];
+  return MakeRoom(name, measured.shared_bytes + first * static_cast<int64_t>(slots_), cause);
 }
 
 void ModelManager::ReleaseEverySlot(Executable& executable) {

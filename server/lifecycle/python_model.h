@@ -32,6 +32,14 @@ class PythonModel final : public Executable {
   /// As above, for an archive already opened (and validated).
   static StatusOr<std::unique_ptr<PythonModel>> Load(InterpreterPool* pool,
                                                       std::unique_ptr<PackageArchive> archive);
+  /// Readies every interpreter of `pool` to load archives (each at once, in
+  /// a thread of its own: call it before any model loads): defines the model
+  /// runtime there, which imports torch.package, so that no load, the first
+  /// one on demand included, pays for that (about 100 ms), and the server's
+  /// memory at rest includes what every load needs. The runtime's objects
+  /// then live as long as the interpreter and are frozen (gc.freeze), as
+  /// start-up's are.
+  static Status PrepareInterpreters(InterpreterPool* pool);
   /// As Load, but loads the model in no interpreter yet: Prepare(slot) does,
   /// one interpreter at a time (the model manager, while the others serve).
   /// Only the archive's and device errors here; the Python ones come from Prepare.
