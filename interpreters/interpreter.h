@@ -42,8 +42,9 @@ class Interpreter {
   bool owns_registrations() const { return options_.owns_registrations; }
   /// Flushes sys.stdout and sys.stderr. No session may be open on this thread.
   void FlushOutput();
-  /// ArenaCache::Trim of this interpreter's arena cache (0 without one).
-  size_t TrimArenaCache(size_t keep_bytes) { return arenas_ ? arenas_->Trim(keep_bytes) : 0; }
+  /// This interpreter's cache of obmalloc arenas (null when
+  /// Options::arena_cache is off).
+  ArenaCache* arena_cache() const { return arenas_; }
 
  private:
   Interpreter(ImagePreparer* preparer, Options options) : preparer_(preparer), options_(options) {}

@@ -135,11 +135,6 @@ void InterpreterPool::Interrupt(size_t index, uint64_t token) {
   if (index < state_->interrupters.size()) state_->interrupters[index]->Interrupt(token);
 }
 
-size_t InterpreterPool::TrimArenaCache(size_t index, size_t keep_bytes) {
-  if (index >= state_->interpreters.size()) return 0;
-  return state_->interpreters[index]->TrimArenaCache(keep_bytes);
-}
-
 ReplicatedObject InterpreterPool::Replicate(ReplicatedObject::Factory factory) {
   return ReplicatedObject(detail::MakeReplicatedState(state_, std::move(factory)));
 }

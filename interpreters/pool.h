@@ -102,11 +102,6 @@ class InterpreterPool {
   /// returns to Python cannot be interrupted.
   void Interrupt(size_t index, uint64_t token);
 
-  /// Returns to the system the obmalloc arenas interpreter `index` freed,
-  /// beyond `keep_bytes` it keeps for reuse (ArenaCache::Trim); the bytes
-  /// returned. For after a burst of frees, such as a model's unload.
-  size_t TrimArenaCache(size_t index, size_t keep_bytes);
-
  private:
   InterpreterPool(PoolOptions options, std::shared_ptr<detail::PoolState> state)
       : options_(std::move(options)), state_(std::move(state)) {}

@@ -115,6 +115,12 @@ Obj InterpreterSession::DefineModule(const std::string& name, const std::string&
   return Global("_manypy", "define_module").Call({name, source, "<manypy:" + name + ">"});
 }
 
+size_t InterpreterSession::ReturnFreeMemory(size_t keep_cached_bytes) {
+  ArenaCache* arenas = pool_->interpreters[index_]->arena_cache();
+  if (arenas == nullptr) return 0;
+  return arenas->Trim(keep_cached_bytes) + arenas->ReleaseFreePools();
+}
+
 Obj InterpreterSession::FromValue(const Value& value) {
   return Obj(shim_, shim_->FromValue(value));
 }

@@ -75,6 +75,13 @@ class InterpreterSession {
   /// (for Python code the host ships as text).
   Obj DefineModule(const std::string& name, const std::string& source);
 
+  /// Returns to the system what this interpreter's Python heap holds free:
+  /// the freed arenas beyond `keep_cached_bytes` kept for reuse
+  /// (ArenaCache::Trim) and the empty pools' pages inside arenas still in use
+  /// (ArenaCache::ReleaseFreePools); the bytes returned. For after a burst of
+  /// frees, such as a model's unload and the collection that follows it.
+  size_t ReturnFreeMemory(size_t keep_cached_bytes);
+
   /// Opens a scope in which this thread's Python code in this session can be
   /// interrupted by InterpreterPool::Interrupt(interpreter_index(), token).
   uint64_t BeginInterruptible() { return shim_->BeginInterruptible(); }

@@ -22,9 +22,12 @@ void LogTraceback(const std::string& what, const PythonError& e) {
 }
 
 constexpr const char* kRuntimeModule = "manypy_model_runtime";
-// Freed obmalloc arenas an interpreter keeps after a model's unload: four of
-// CPython's 1 MiB arenas, far more than serving requests frees and takes back.
-constexpr size_t kArenaReserveBytes = 4u << 20;
+// Freed obmalloc arenas an interpreter keeps after a model's unload: none. The
+// cache is there so that serving never munmaps (a TLB shootdown on every
+// core); after an unload the next arena the requests need is mmapped again,
+// and a reserve would only be resident memory beside the budget (make
+// bench-many-models: 4 MiB per interpreter cost 8 MiB of its peak).
+constexpr size_t kArenaReserveBytes = 0;
 // model_runtime.py raises it when the server's Python lacks an extern module.
 constexpr const char* kMissingModulesError = "manypy_model_runtime.MissingModulesError";
 
@@ -243,14 +246,14 @@ void PythonModel::CollectGarbage(size_t slot) {
   try {
     InterpreterSession session = pool_->AcquireAt(slot);
     session.Global("gc", "collect").Call();
+    // The memory the model's objects filled goes back to the system: an interpreter
+    // would otherwise keep its Python heap's high-water mark, e.g. the tables
+    // of every model that was ever loaded at once beside others (make
+    // bench-many-models).
+    session.ReturnFreeMemory(kArenaReserveBytes);
   } catch (const std::exception&) {  // called from a destructor: must not throw
     // Collection only returns memory sooner; the model is unloaded either way.
   }
-  // The arenas the model's objects filled go back to the system (a reserve
-  // stays for the requests' own churn): an interpreter would otherwise keep
-  // its Python heap's high-water mark, e.g. the tables of every model that
-  // was ever loaded at once beside others (make bench-many-models).
-  pool_->TrimArenaCache(slot, kArenaReserveBytes);
 }
 
 std::vector<Value> PythonModel::Call(const std::vector<Value>& inputs) const {

@@ -18,7 +18,8 @@ plus first answer) p50/p99, and the same for ten requests one at a time
 with no other load queued, warm p50/p99 and their ratio to the single-model
 server's per round (median, bootstrap 90% interval, verdict), evictions,
 peak resident size (VmHWM) against the server's resident size with no model
-loaded + the budget, and, as the other baseline, the resident size of one
+loaded (after it has served two models for 5 s and unloaded them; the size
+right after start is recorded beside it) + the budget, and, as the other baseline, the resident size of one
 Python worker process per model (tests/bench/memory_worker.py) measured for
 10 models at once and extrapolated to 100 (labelled so).
 
@@ -178,6 +179,17 @@ class Traffic:
         return out, errors
 
 
+def unload_all(port):
+    """Unloads every loaded model of the server on `port`."""
+    import grpc
+    from manypy_proto import grpc_service_pb2 as pb
+    from manypy_proto import grpc_service_pb2_grpc as pbg
+    stub = pbg.GRPCInferenceServiceStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+    for m in stub.RepositoryIndex(pb.RepositoryIndexRequest()).models:
+        if m.state == "READY":
+            stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name=m.name))
+
+
 def zipf_picker(models, s, seed=7):
     ranked = list(models)
     random.Random(seed).shuffle(ranked)  # which model has which rank
@@ -280,6 +292,16 @@ def main():
                                      f"--model-memory-budget={budget}"],
                       os.path.join(folder, "many.log"))
         time.sleep(1)
+        start_rss = many.rss()
+        # The server with no model loaded, after it has served: one plain and
+        # one own-module model for a few seconds from the benchmark's
+        # clients, then unloaded. What the first requests add for good (code
+        # pages, worker threads' allocator caches, gRPC's connection buffers)
+        # is part of the server, not of the models the budget counts.
+        warm_up = Traffic(many.port, names[:2], args.concurrency)
+        warm_up.run(5, lambda rng: rng.choice(names[:2]))
+        unload_all(many.port)
+        time.sleep(2)
         idle_rss = many.rss()
         single = Server(binary, repo, ["--model-control-mode=explicit",
                                        f"--interpreters={args.interpreters}",
@@ -349,6 +371,10 @@ def main():
                 "warm_p50_ratio": verdict(warm_ratios, WARM_RATIO_TARGET, higher_is_better=False),
                 "evictions": evictions,
                 "idle_rss_bytes": idle_rss,
+                "idle_rss_note": "no model loaded, after 5 s of traffic to two models (one with "
+                                 "a module of its own) and their unload",
+                "start_rss_bytes": start_rss,
+                "peak_rss_over_start_limit_bytes": int(start_rss + budget * PEAK_RSS_FACTOR),
                 "peak_rss_bytes": peak,
                 "rss_after_each_round_bytes": rss_samples,
                 "peak_rss_limit_bytes": int(idle_rss + budget * PEAK_RSS_FACTOR),

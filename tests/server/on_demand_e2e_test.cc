@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tests/test_util/http_client.h"
+#include "tests/test_util/resident_size.h"
 #include "tests/test_util/server_fixture.h"
 
 namespace manypy {
@@ -27,16 +28,6 @@ ModelInferRequest Request(const std::string& model) {
   in->add_shape(kInFeatures);
   r.add_raw_input_contents(Raw(std::vector<float>(kInFeatures, 1.f)));
   return r;
-}
-
-/// The resident size of process `pid` (VmRSS), in bytes; -1 if unreadable.
-int64_t ResidentBytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return -1;
 }
 
 class OnDemandE2eTest : public ServerTest {
@@ -142,14 +133,14 @@ TEST_F(OnDemandE2eTest, TheResidentSizeFallsBackWhenALargeModelIsEvicted) {
   Start({"--max-loaded-models=1"});
   ModelInferResponse response;
   ASSERT_TRUE(Infer(Request("small_001"), &response).ok());
-  int64_t before = ResidentBytes(server_.pid());
+  int64_t before = testing::ResidentBytes(server_.pid());
   ASSERT_TRUE(Infer(Request("big_000"), &response).ok());
-  int64_t with_big = ResidentBytes(server_.pid());
+  int64_t with_big = testing::ResidentBytes(server_.pid());
   ASSERT_TRUE(Infer(Request("small_002"), &response).ok());  // evicts big_000
   auto index = Index();
   EXPECT_EQ(index["big_000"].state(), "UNAVAILABLE");
   EXPECT_NE(index["big_000"].reason().find("evicted"), std::string::npos) << index["big_000"].reason();
-  int64_t after = ResidentBytes(server_.pid());
+  int64_t after = testing::ResidentBytes(server_.pid());
   constexpr int64_t kBig = int64_t{192} << 20;
   std::cout << "resident: " << before / (1 << 20) << " MiB before, " << with_big / (1 << 20)
             << " MiB with big_000, " << after / (1 << 20) << " MiB after evicting it\n";
