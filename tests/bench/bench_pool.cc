@@ -78,18 +78,9 @@ CpuSample SampleCpu() {
 // example input so interpreter 0 can also trace it for the torchscript mode.
 constexpr const char* kModelSource = R"PY(
 import torch
-
-class SmallNet(torch.nn.Module):
-    """Python-overhead bound: 20 tiny layers applied in a Python loop."""
-
-    def __init__(self):
-        super().__init__()
-        self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(20))
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = torch.relu(layer(x))
-        return x
+# Python-overhead bound: 20 tiny layers applied in a Python loop (the model
+# make bench-overhead packages too).
+from small_net_model import SmallNet
 
 def build(name):
     torch.manual_seed(0)  # the same weights in every interpreter
@@ -609,6 +600,7 @@ int main(int argc, char** argv) {
 
   manypy::PoolOptions options;
   options.interpreters = cores;  // one per thread in the "interpreters" mode
+  options.extra_sys_path = {MANYPY_BENCH_PYTHON_DIR};  // small_net_model.py
   options.intra_op_threads = 1;  // parallelism comes from threads, not intra-op (all modes)
   auto pool = manypy::InterpreterPool::Create(options);
   if (!pool.ok()) {

@@ -1,7 +1,8 @@
 """small_net: the Python-overhead-bound model of make bench-pool ("small":
-20 x (Linear 8x8 + ReLU) in a Python loop, batch 1), packaged by make
-bench-overhead so that the pool's and the server's figures are for the very
-model bench-pool measures. Weights from torch.manual_seed(0), as there."""
+20 x (Linear 8x8 + ReLU) in a Python loop, batch 1), which bench-pool's
+interpreters import from here, and which make bench-overhead packages so that
+the pool's and the server's figures are for the very same model. Weights
+from torch.manual_seed(0), as bench-pool seeds them."""
 import torch
 
 
