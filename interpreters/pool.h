@@ -60,12 +60,17 @@ struct PoolOptions {
   /// 40 dataset classes) and 1 s of import. torchvision.models' detection,
   /// segmentation, video... stay eager: running them registers their model
   /// builders, which torchvision.models.list_models/get_model look up.
+  /// torch.utils.checkpoint (activation checkpointing, a training tool):
+  /// torchvision.models.densenet imports it, and on PyTorch 2.x it imports
+  /// torch._functorch, torch.fx's symbolic shapes and with them sympy: 490
+  /// modules and about 30 MiB of heap per interpreter for every torchvision
+  /// model (docs/debian13.md, trap 18).
   std::vector<std::string> lazy_modules{
       "torch.utils.data",   "torch.onnx",        "torch.hub",       "torch.distributions",
       "torch.profiler",     "torch.quantization", "torch.nn.quantizable", "torch.nn.quantized",
       "torch.nn.qat",       "torch.nn.intrinsic", "torch.masked",    "torch.quasirandom",
       "numpy.ma",           "numpy.polynomial",  "numpy.random",    "numpy.fft",
-      "torchvision.datasets", "torchvision.io"};
+      "torchvision.datasets", "torchvision.io", "torch.utils.checkpoint"};
   /// Functions ("module.function") that libraries import at their own import
   /// from a module that is costly to run but call only on rare paths:
   /// `from module import function` gets a stand-in that runs the module (and

@@ -386,5 +386,24 @@ TEST(PoolTest, ImportingTorchvisionDoesNotRunTorchDynamo) {
   }
 }
 
+// torchvision.models.densenet imports torch.utils.checkpoint, which on 2.x
+// imports torch.fx's symbolic shapes and sympy (about 30 MiB per
+// interpreter); PoolOptions::lazy_modules keeps it from running until used.
+TEST(PoolTest, ImportingTorchvisionModelsDoesNotImportSympy) {
+  if (std::string(MANYPY_TEST_TORCH_SOVERSION)[0] == '1') {
+    GTEST_SKIP() << "PyTorch 1.x's torch.utils.checkpoint does not import sympy";
+  }
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    s.Exec("import sys, torchvision.models");
+    EXPECT_FALSE(s.Eval("'sympy' in sys.modules").ToValue().to_bool()) << "interpreter " << i;
+    // Used, the module runs and is the real one.
+    EXPECT_TRUE(s.Eval("callable(torchvision.models.densenet.cp.checkpoint)").ToValue().to_bool());
+    EXPECT_TRUE(s.Eval("'sympy' in sys.modules").ToValue().to_bool()) << "interpreter " << i;
+  }
+}
+
 }  // namespace
 }  // namespace manypy
