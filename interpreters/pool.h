@@ -78,7 +78,7 @@ struct PoolOptions {
   /// torchvision 0.21's roi_align imports torch._dynamo's
   /// is_compile_supported, calling it only when torchvision's C++ operators
   /// are missing; running torch._dynamo (PyTorch 2.x) at `import torchvision`
-  /// costs about 80 MiB and 0.7 s per interpreter (docs/debian13.md).
+  /// costs about 0.7 s of import per interpreter (docs/debian13.md, trap 7).
   std::vector<std::string> lazy_functions{"torch._dynamo.utils.is_compile_supported"};
 };
 
