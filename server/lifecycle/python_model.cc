@@ -55,6 +55,22 @@ Value OutputNames(const Manifest& m) {
   return Value::List(std::move(names));
 }
 
+// Runs `work(i)` for every interpreter of `pool` at once, each in a thread of
+// its own (for when nothing else runs on them yet); the first failure, if any.
+template <typename Work>
+Status OnEveryInterpreterAtOnce(InterpreterPool* pool, Work work) {
+  std::vector<Status> results(pool->size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < pool->size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = work(i); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) {
+    if (!r.ok()) return r;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<PythonModel>> PythonModel::Load(InterpreterPool* pool,
@@ -69,39 +85,23 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Load(
   auto opened = Open(pool, std::move(archive));
   if (!opened.ok()) return opened.status();
   std::unique_ptr<PythonModel> model = std::move(*opened);
-  // Every interpreter at once: nothing else runs on them yet.
-  std::vector<Status> results(pool->size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < pool->size(); ++i) {
-    threads.emplace_back([&, i] { results[i] = model->Prepare(i); });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& r : results) {
-    if (!r.ok()) return r;
-  }
+  MANYPY_RETURN_IF_ERROR(
+      OnEveryInterpreterAtOnce(pool, [&](size_t i) { return model->Prepare(i); }));
   return model;
 }
 
 Status PythonModel::PrepareInterpreters(InterpreterPool* pool) {
-  std::vector<Status> results(pool->size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < pool->size(); ++i) {
-    threads.emplace_back([&, i] {
-      try {
-        InterpreterSession session = pool->AcquireAt(i);
-        session.DefineModule(kRuntimeModule, kModelRuntimeSource);
-        session.Global("gc", "freeze").Call();
-      } catch (const std::exception& e) {
-        results[i] = Internal("interpreter " + std::to_string(i) +
-                              ": the model runtime failed to import: " + e.what());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& r : results) {
-    if (!r.ok()) return r;
-  }
-  return Status::Ok();
+  return OnEveryInterpreterAtOnce(pool, [pool](size_t i) {
+    try {
+      InterpreterSession session = pool->AcquireAt(i);
+      session.DefineModule(kRuntimeModule, kModelRuntimeSource);
+      session.Global("gc", "freeze").Call();
+      return Status::Ok();
+    } catch (const std::exception& e) {
+      return Internal("interpreter " + std::to_string(i) +
+                      ": the model runtime failed to import: " + e.what());
+    }
+  });
 }
 
 StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(

@@ -80,6 +80,7 @@
 #include "server/lifecycle/python_model.h"
 #include "server/lifecycle/warmup.h"
 #include "tests/bench/bench_output.h"
+#include "tests/test_util/resident_size.h"
 
 extern char** environ;
 
@@ -112,16 +113,6 @@ constexpr int kRounds = 5;
 
 // ---------------------------------------------------------------------------
 // /proc readers.
-
-/// VmRSS of process `pid` ("self" for this one) in bytes, or 0 if unreadable.
-uint64_t ReadVmRssBytes(const std::string& pid) {
-  std::ifstream status("/proc/" + pid + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // kB
-  }
-  return 0;
-}
 
 /// The fields of /proc/<pid>/smaps_rollup ("Rss", "Pss", "Anonymous", ...) in bytes.
 std::map<std::string, uint64_t> ReadSmapsRollup(const std::string& pid) {
@@ -387,7 +378,7 @@ int RunChild(size_t n, const std::string& archive, bool eager_imports) {
     auto rollup = ReadSmapsRollup("self");
     SaveSmaps("self", "interpreters-" + std::to_string(n));
     printf("\n%s rss=%llu load=%.3f pss=%llu anonymous=%llu", kChildPrefix,
-           static_cast<unsigned long long>(ReadVmRssBytes("self")), load_seconds,
+           static_cast<unsigned long long>(std::max<int64_t>(0, manypy::testing::ResidentBytes())), load_seconds,
            static_cast<unsigned long long>(rollup["Pss"]),
            static_cast<unsigned long long>(rollup["Anonymous"]));
     for (const auto& [kind, bytes] : kinds) {

@@ -23,6 +23,9 @@ namespace {
 
 using testing::MakePool;
 
+/// Whether the suite was built against PyTorch 1.x (Debian 12) rather than 2.x.
+bool IsTorch1() { return std::string(MANYPY_TEST_TORCH_SOVERSION)[0] == '1'; }
+
 TEST(PoolTest, GlobalsAndModuleAttributesAreIsolated) {
   auto pool = MakePool(2);
   ASSERT_NE(pool, nullptr);
@@ -245,7 +248,7 @@ TEST(PoolTest, LazyModulesRunOnFirstUseAndThenWork) {
   // and numpy 2 numpy.random and numpy.ma, only on first use by themselves).
   // torch 2.x's own `import torch` reads torch.hub (torch.utils.model_zoo), so
   // it runs there whatever the pool does.
-  const bool torch1 = std::string(MANYPY_TEST_TORCH_SOVERSION)[0] == '1';
+  const bool torch1 = IsTorch1();
   const std::string not_run =
       "import sys, types\n"
       "not_run = sorted(n for n in " +
@@ -366,7 +369,7 @@ TEST(PoolTest, LazyFunctionsRunTheirModuleAtTheFirstCall) {
 // The default lazy function: on PyTorch 2.x `import torchvision` leaves
 // torch._dynamo unrun (torchvision.ops.roi_align imports one function of it).
 TEST(PoolTest, ImportingTorchvisionDoesNotRunTorchDynamo) {
-  if (std::string(MANYPY_TEST_TORCH_SOVERSION)[0] == '1') {
+  if (IsTorch1()) {
     GTEST_SKIP() << "PyTorch 1.x has no torch._dynamo";
   }
   auto pool = MakePool(2);
@@ -390,7 +393,7 @@ TEST(PoolTest, ImportingTorchvisionDoesNotRunTorchDynamo) {
 // imports torch.fx's symbolic shapes and sympy (about 30 MiB per
 // interpreter); PoolOptions::lazy_modules keeps it from running until used.
 TEST(PoolTest, ImportingTorchvisionModelsDoesNotImportSympy) {
-  if (std::string(MANYPY_TEST_TORCH_SOVERSION)[0] == '1') {
+  if (IsTorch1()) {
     GTEST_SKIP() << "PyTorch 1.x's torch.utils.checkpoint does not import sympy";
   }
   auto pool = MakePool(2);
