@@ -12,7 +12,8 @@ packaged under PyTorch 1.13 (testdata/two_io_torch1_13.mpk, made on Debian
 12) and under 2.6 (packaged here; on a torch older than 2.6 its manifest says
 2.6.0+debian / Python 3.13.5, as Debian 13's would); in corner_cases/,
 configured_affine (config_models.py: a dataclass, a NamedTuple and a
-pydantic-style class that look their module up by name).
+pydantic-style class that look their module up by name) and named_table
+(name_lookup_models.py: a load that looks attributes up by names it makes).
 
     /usr/bin/python3 tests/server/models/make_server_test_models.py --out DIR
 """
@@ -155,13 +156,19 @@ def export_composition_models(out):
 
 def export_corner_cases(out):
     """corner_cases/configured_affine.mpk (config_models.py): module-level
-    code that finds its module in sys.modules (issue 28)."""
+    code that finds its module in sys.modules (issue 28);
+    corner_cases/named_table.mpk (name_lookup_models.py): a load that looks
+    attributes up by names it makes."""
     import torch
     import config_models
+    import name_lookup_models
     folder = os.path.join(out, "corner_cases")
     os.makedirs(folder, exist_ok=True)
     manypy.package.export(config_models.ConfiguredAffine(),
                           os.path.join(folder, "configured_affine.mpk"), name="configured_affine",
+                          inputs=[("INPUT__0", "FP32", [-1])], example_inputs=(torch.ones(3),))
+    manypy.package.export(name_lookup_models.NamedTable(),
+                          os.path.join(folder, "named_table.mpk"), name="named_table",
                           inputs=[("INPUT__0", "FP32", [-1])], example_inputs=(torch.ones(3),))
 
 
@@ -230,7 +237,7 @@ def main():
           f"double_sum_ts, failing_ts, "
           f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none, "
           f"faults/{{wrong_output,exits,fails_to_load}}, swap/scaled_v{{1,2}}, "
-          f"torch_versions/two_io_torch{{1_13,2_6}}, corner_cases/configured_affine "
+          f"torch_versions/two_io_torch{{1_13,2_6}}, corner_cases/{{configured_affine,named_table}} "
           f"to {out}")
 
 
