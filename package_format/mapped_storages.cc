@@ -10,6 +10,8 @@
 
 #include <cstring>
 
+#include "package_format/memfd_seal.h"
+
 namespace manypy {
 
 // Owns the sealed memfd and its one mapping; both go when the last tensor and
@@ -84,9 +86,8 @@ StatusOr<std::shared_ptr<MappedStorages>> MappedStorages::Map(const PackageArchi
   if (addr == MAP_FAILED)
     return Status(StatusCode::kResourceExhausted, path + ": " + Errno("mmap"));
   mapping->base = static_cast<uint8_t*>(addr);
-  if (fcntl(mapping->memfd, F_ADD_SEALS,
-            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
-    return Internal(path + ": " + Errno("sealing the in-memory copy"));
+  Status sealed = SealAgainstChanges(mapping->memfd, path);
+  if (!sealed.ok()) return sealed;
   // The file's cached pages are no longer needed by this load: dropping them keeps the
   // archive in memory once (the copy), not twice. Advice only; failure changes nothing.
   posix_fadvise(archive.fd(), 0, 0, POSIX_FADV_DONTNEED);
