@@ -90,6 +90,13 @@ class Server:
     def peak_rss(self):
         return status_kb(self.proc.pid, "VmHWM")
 
+    def rss_parts(self):
+        """The resident size by kind: the archives' sealed in-memory copies
+        (shmem: the weights), the libraries' and files' pages, and the rest
+        (anon: the heaps, Python's included)."""
+        return {kind: status_kb(self.proc.pid, "Rss" + kind.capitalize())
+                for kind in ("anon", "file", "shmem")}
+
     def stop(self):
         self.proc.terminate()
         self.proc.wait()
@@ -292,7 +299,7 @@ def main():
                                      f"--model-memory-budget={budget}"],
                       os.path.join(folder, "many.log"))
         time.sleep(1)
-        start_rss = many.rss()
+        start_rss, start_parts = many.rss(), many.rss_parts()
         # The server with no model loaded, after it has served: one plain and
         # one own-module model for a few seconds from the benchmark's
         # clients, then unloaded. What the first requests add for good (code
@@ -302,7 +309,7 @@ def main():
         warm_up.run(5, lambda rng: rng.choice(names[:2]))
         unload_all(many.port)
         time.sleep(2)
-        idle_rss = many.rss()
+        idle_rss, idle_parts = many.rss(), many.rss_parts()
         single = Server(binary, repo, ["--model-control-mode=explicit",
                                        f"--interpreters={args.interpreters}",
                                        f"--load-model={names[1]}"],
@@ -312,10 +319,11 @@ def main():
             many_traffic = Traffic(many.port, names, args.concurrency)
             single_traffic = Traffic(single.port, [names[1]], args.concurrency)
             all_records, errors, rounds = [], [], []
-            rss_samples = []
+            rss_samples, rss_parts = [], []
             for r in range(args.rounds):
                 records, errs = many_traffic.run(args.seconds, pick)
                 rss_samples.append(many.rss())
+                rss_parts.append(many.rss_parts())
                 base, base_errs = single_traffic.run(args.baseline_seconds, lambda rng: names[1])
                 all_records.extend(records)
                 errors.extend(errs + base_errs)
@@ -377,6 +385,11 @@ def main():
                 "peak_rss_over_start_limit_bytes": int(start_rss + budget * PEAK_RSS_FACTOR),
                 "peak_rss_bytes": peak,
                 "rss_after_each_round_bytes": rss_samples,
+                # Where the resident size is: the weights are the shmem part
+                # (it follows the budget's weights), what the measure misses
+                # shows in the anon part's growth over idle.
+                "rss_parts_bytes": {"start": start_parts, "idle": idle_parts,
+                                    "after_each_round": rss_parts},
                 "peak_rss_limit_bytes": int(idle_rss + budget * PEAK_RSS_FACTOR),
                 "distinct_models_requested": len({m for m, *_ in all_records}),
                 "per_round": round_rows,
