@@ -251,8 +251,8 @@ void PythonModel::CollectGarbage(size_t slot) {
     // load made (its modules', its pickle's) outlive it there, a few hundred
     // small strings scattered through the arenas its objects filled, and
     // each one keeps its whole 1 MiB arena. Cleared, those arenas empty and
-    // go (make bench-many-models: 6 of 7 arenas per interpreter that a
-    // hundred loads left); the cache refills on the next lookups.
+    // go (400 loads of 20 models in one interpreter left 6-7 arenas without
+    // it, at most 1 with it); the cache refills on the next lookups.
     session.Global("sys", "_clear_type_cache").Call();
     // The memory the model's objects filled goes back to the system: an interpreter
     // would otherwise keep its Python heap's high-water mark, e.g. the tables

@@ -378,7 +378,8 @@ int RunChild(size_t n, const std::string& archive, bool eager_imports) {
     auto rollup = ReadSmapsRollup("self");
     SaveSmaps("self", "interpreters-" + std::to_string(n));
     printf("\n%s rss=%llu load=%.3f pss=%llu anonymous=%llu", kChildPrefix,
-           static_cast<unsigned long long>(std::max<int64_t>(0, manypy::testing::ResidentBytes())), load_seconds,
+           static_cast<unsigned long long>(std::max<int64_t>(0, manypy::testing::ResidentBytes())),
+           load_seconds,
            static_cast<unsigned long long>(rollup["Pss"]),
            static_cast<unsigned long long>(rollup["Anonymous"]));
     for (const auto& [kind, bytes] : kinds) {
