@@ -101,7 +101,8 @@ def server_window(perf, port, pid, model, concurrency, seconds):
     # manypy-perf has ended and been waited for, so the children's rusage now
     # holds it (the server and the pool still run: neither is in it).
     client_end = resource.getrusage(resource.RUSAGE_CHILDREN)
-    client = (client_end.ru_utime + client_end.ru_stime) - (client_start.ru_utime + client_start.ru_stime)
+    client = ((client_end.ru_utime + client_end.ru_stime)
+              - (client_start.ru_utime + client_start.ru_stime))
     return {"per_s": record["infer_per_s"], "cpu_us": cpu / record["requests"] * 1e6,
             "client_cpu_us": client / record["requests"] * 1e6,
             "requests": record["requests"], "p50_ms": record["p50_ms"], "p99_ms": record["p99_ms"]}
@@ -159,7 +160,8 @@ def main():
             # costing what the pool does) it takes its CPU per request from them.
             pool_cpu, client_cpu = measured["pool"]["cpu_us"], measured["server"]["client_cpu_us"]
             measured["throughput_ratio_at_pool_cpu"] = pool_cpu / (pool_cpu + client_cpu)
-            measured["throughput_ratio_at_cpu_target"] = pool_cpu / (CPU_TARGET * pool_cpu + client_cpu)
+            measured["throughput_ratio_at_cpu_target"] = pool_cpu / (CPU_TARGET * pool_cpu
+                                                                     + client_cpu)
             rounds.append(measured)
             print(f"[overhead] round {r + 1}: pool {measured['pool']['per_s']:.0f} calls/s "
                   f"({measured['pool']['cpu_us']:.1f} us CPU/call), server "
@@ -201,7 +203,8 @@ def main():
         print(f"{what}: median {v['median']:.2f}x, 90% interval [{v['interval'][0]:.2f}, "
               f"{v['interval'][1]:.2f}]: {v['verdict']}")
     for key, what in (("throughput_ratio_at_pool_cpu", "a server costing what the pool does"),
-                      ("throughput_ratio_at_cpu_target", f"a server at {CPU_TARGET}x the pool's CPU")):
+                      ("throughput_ratio_at_cpu_target",
+                       f"a server at {CPU_TARGET}x the pool's CPU")):
         v = result[key]
         print(f"beside this load generator ({result['client_cpu_us_per_request']['median']:.0f} us "
               f"of CPU per request), {what} would reach {v['median']:.2f}x "
