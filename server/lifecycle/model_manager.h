@@ -207,11 +207,11 @@ class ModelManager {
   /// RunLoadWork); adds the time taken to `times`.
   Status PrepareEverySlot(Executable& executable, const Manifest& manifest, int64_t warmup_runs,
                           LoadCause cause, LoadTimes* times);
-  /// Between a load's first interpreter and the others: room in the budget
-  /// for what the first measured, in every interpreter. Before a model's first
-  /// load its estimate is its archive alone; its Python (a table built at
-  /// import) would otherwise pass the budget in every interpreter until
-  /// FitAfterLoad evicted.
+  /// Between a load's first interpreter's Prepare and its warm-up (which
+  /// reads the weights): room in the budget for what that interpreter
+  /// measured, in every interpreter. Before a model's first load its estimate
+  /// is its archive alone; its Python (a table built at import) would
+  /// otherwise pass the budget in every interpreter until FitAfterLoad evicted.
   Status ReserveMeasured(const Executable& executable, const std::string& name, LoadCause cause);
   /// Releases `executable` on every slot in turn, each held out of dispatch.
   void ReleaseEverySlot(Executable& executable);

@@ -1,12 +1,15 @@
 // On-demand loading and the memory budget with fake models (no Python, no
 // sockets): one load however many first requests, a failed load answering
 // every waiter, deadlines while waiting, metadata without a load, eviction
-// order, pinned and busy models never evicted, refusals naming the budget.
+// order, pinned and busy models never evicted, refusals naming the budget,
+// room for a first load's measured heap made before its warm-up.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -49,6 +52,38 @@ class SizedExecutable final : public Executable {
  private:
   const int64_t bytes_;
   const std::shared_ptr<Gate> gate_;
+};
+
+/// Holds `shared` bytes and, once Prepare has loaded it in an interpreter,
+/// `per_slot` more there (a model whose Python heap its first load measures);
+/// counts its releases; calls `on_run` (when set) with the slot of every call.
+class MeasuredExecutable final : public Executable {
+ public:
+  MeasuredExecutable(int64_t shared, int64_t per_slot) : shared_(shared), per_slot_(per_slot) {}
+  Status Prepare(size_t slot) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    slots_.resize(std::max(slots_.size(), slot + 1));
+    slots_[slot] = per_slot_;
+    return Status::Ok();
+  }
+  void Release(size_t) override { ++released; }
+  StatusOr<std::vector<Value>> Run(size_t slot, const std::vector<Value>& inputs, InterruptHook*) override {
+    if (on_run) on_run(slot);
+    std::vector<Value> out;
+    for (const auto& v : inputs) out.emplace_back(v.to_tensor() * 2);
+    return out;
+  }
+  MemoryFootprint Memory() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return {shared_, slots_};
+  }
+  std::function<void(size_t)> on_run;
+  std::atomic<int> released{0};
+
+ private:
+  const int64_t shared_, per_slot_;
+  mutable std::mutex mu_;
+  std::vector<int64_t> slots_;  // guarded by mu_
 };
 
 class OnDemandTest : public ::testing::Test {
@@ -244,6 +279,34 @@ TEST_F(OnDemandTest, EvictsTheLeastRecentlyUsedIdleModelAndLoadsItAgainOnItsNext
   ASSERT_TRUE(AcquireNow("b").ok());  // a is now the least recently used
   EXPECT_EQ(StateOf("a"), ModelState::kUnavailable);
   EXPECT_EQ(loader_.loads(), 4);
+}
+
+// A model's first load is estimated at its archive alone; what its first
+// interpreter then measures (its Python heap) is made room for before that
+// interpreter's warm-up reads the weights, so the server's resident size does
+// not pass the budget by the heap until an eviction after it.
+TEST_F(OnDemandTest, AFirstLoadEvictsForWhatItsFirstInterpreterMeasuredBeforeItsWarmUp) {
+  for (const char* n : {"old", "new"}) Write(n);
+  auto old_model = std::make_shared<MeasuredExecutable>(4000, 0);
+  auto new_model = std::make_shared<MeasuredExecutable>(1000, 3000);
+  std::atomic<int> old_released_at_first_warm_up{-1};
+  new_model->on_run = [&](size_t slot) {
+    int unset = -1;
+    if (slot == 0) old_released_at_first_warm_up.compare_exchange_strong(unset, old_model->released);
+  };
+  loader_.set_make([&](const Manifest& m) -> StatusOr<std::shared_ptr<Executable>> {
+    return std::shared_ptr<Executable>(m.name == "old" ? old_model : new_model);
+  });
+  ASSERT_TRUE(Start(OnDemand({10000, 0})));
+  ASSERT_TRUE(AcquireNow("old").ok());
+  // The estimate (the archive's size) fits beside old; the 1000 + 2 x 3000
+  // bytes measured in the first interpreter do not.
+  auto estimate = static_cast<int64_t>(std::filesystem::file_size(dir_.File("new.mpk")));
+  ASSERT_LT(manager_->ResidentBytes() + estimate, 10000);
+  ASSERT_TRUE(AcquireNow("new").ok());
+  EXPECT_EQ(StateOf("old"), ModelState::kUnavailable);
+  EXPECT_EQ(old_released_at_first_warm_up.load(), 2);  // both of old's interpreters, before
+  EXPECT_EQ(manager_->ResidentBytes(), 7000);
 }
 
 TEST_F(OnDemandTest, APinnedModelIsNeverEvicted) {
