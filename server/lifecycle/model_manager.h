@@ -133,6 +133,7 @@ class ModelManager {
   std::vector<std::shared_ptr<Model>> ReadyModels() const;
   const ModelRepository& repository() const { return repository_; }
   const BudgetLimits& budget() const { return options_.budget; }
+  bool on_demand() const { return options_.on_demand; }
   /// Bytes held by every loaded, loading or draining version (what the budget counts).
   int64_t ResidentBytes() const;
 

@@ -2,7 +2,7 @@
 // against the real manypy-server: outputs, statistics of the callee, fan-out,
 // no deadlock with more callers than interpreters, a refused cycle, the
 // callee's errors reaching the caller, the caller's deadline carried over,
-// manypy.request and manypy.log.
+// manypy.request and manypy.log; on demand, a callee that is not loaded.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -129,6 +129,31 @@ TEST_F(CompositionTest, TheCalleesErrorsReachTheCallerAsInferenceErrorWithStatus
                        "input 'INPUT__0' of model 'double' is FP32 (torch.Float), got a tensor of torch.Long"));
   // Refused requests count in the callee's statistics, once each.
   EXPECT_EQ(Statistics("double").inference_stats().fail().count(), 2u);
+}
+
+// On demand, a nested call does not load its callee (the load would wait for
+// the caller's interpreter): it is refused saying so, and served once a
+// client's request has loaded the callee.
+TEST_F(CompositionTest, OnDemandANestedCallToAModelNotLoadedSaysToPinIt) {
+  Start({"--model-control-mode=on-demand", "--load-model=calls_double"});
+  ModelInferResponse out;
+  grpc::Status s = Infer(FloatRequest("calls_double", {1.f}), &out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(Contains(s.error_message(),
+                       "NOT_FOUND: model 'double' is not loaded, and manypy.infer does not load "
+                       "a model on demand (the load would wait for the interpreter this call "
+                       "holds): pin the models that other models call with --load-model"))
+      << s.error_message();
+  EXPECT_EQ(Statistics("calls_double").inference_stats().fail().count(), 1u);
+  // A model the repository does not have is still just unknown (probe loads
+  // on this first request).
+  EXPECT_TRUE(Contains(ProbeText("unknown"), R"("message": "unknown model 'no_such_model'")"));
+  // A client's request loads double; then the nested call is served.
+  s = Infer(FloatRequest("double", {1.f}), &out);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  s = Infer(FloatRequest("calls_double", {1.f, 2.5f}), &out);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{3.f, 6.f}));
 }
 
 TEST_F(CompositionTest, ASequenceModelCannotBeCalledAndOtherModelsHaveNoSequenceState) {
