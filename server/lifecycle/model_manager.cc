@@ -342,20 +342,21 @@ Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
     double warmup_seconds = 0;
   };
   std::vector<SlotResult> results(slots_);
-  auto prepare = [&](size_t slot) {
+  // Loads and/or warms up `slot` in one hold of it: the slot serves again
+  // only once both are done.
+  auto on_slot = [&](size_t slot, bool load, bool warm) {
     SlotResult& r = results[slot];
     dispatcher_->RunOnSlot(slot, [&] {
-      Clock::time_point start = Clock::now();
-      r.status = executable.Prepare(slot);
-      r.load_seconds = SecondsSince(start);
-    });
-  };
-  auto warm_up = [&](size_t slot) {
-    SlotResult& r = results[slot];
-    dispatcher_->RunOnSlot(slot, [&] {
-      Clock::time_point start = Clock::now();
-      r.status = WarmUp(executable, m, slot, warmup_runs);
-      r.warmup_seconds = SecondsSince(start);
+      if (load) {
+        Clock::time_point start = Clock::now();
+        r.status = executable.Prepare(slot);
+        r.load_seconds = SecondsSince(start);
+      }
+      if (warm && r.status.ok()) {
+        Clock::time_point start = Clock::now();
+        r.status = WarmUp(executable, m, slot, warmup_runs);
+        r.warmup_seconds = SecondsSince(start);
+      }
     });
   };
   // Once requests may come, one interpreter at a time (the others keep
@@ -365,28 +366,27 @@ Status ModelManager::PrepareEverySlot(Executable& executable, const Manifest& m,
   // At the start, before any frontend listens, all at once, which is faster.
   if (!starting_) {
     for (size_t slot = 0; slot < slots_; ++slot) {
-      RunLoadWork(cause, [&] { prepare(slot); });
+      // Under a budget, room for what the first interpreter measured is made
+      // between its load and its warm-up: the weights' pages are resident
+      // only from their first read, so the load's resident size stays within
+      // the budget (made after the warm-up, a model's first load passed it by
+      // that interpreter's Python heap until the eviction). The slot is let
+      // go meanwhile, since what is evicted unloads on every slot; so only
+      // then, as each let-go lets a queued request run in between.
+      const bool reserve = slot == 0 && slots_ > 1 && options_.budget.enabled();
+      RunLoadWork(cause, [&] { on_slot(slot, true, !reserve); });
+      if (reserve && results[slot].status.ok()) {
+        MANYPY_RETURN_IF_ERROR(ReserveMeasured(executable, m.name, cause));
+        RunLoadWork(cause, [&] { on_slot(slot, false, true); });
+      }
       times->load_seconds += results[slot].load_seconds;
-      if (!results[slot].status.ok()) return results[slot].status;
-      // Room for what the first interpreter measured, made before its
-      // warm-up reads the weights: their pages are resident only from their
-      // first read, so the load's resident size stays within the budget.
-      // Made after it, a model's first load passed the budget by that
-      // interpreter's Python heap until the eviction.
-      if (slot == 0 && slots_ > 1) MANYPY_RETURN_IF_ERROR(ReserveMeasured(executable, m.name, cause));
-      RunLoadWork(cause, [&] { warm_up(slot); });
       times->warmup_seconds += results[slot].warmup_seconds;
       if (!results[slot].status.ok()) return results[slot].status;
     }
     return Status::Ok();
   }
   std::vector<std::thread> threads;
-  for (size_t slot = 0; slot < slots_; ++slot) {
-    threads.emplace_back([&, slot] {
-      prepare(slot);
-      if (results[slot].status.ok()) warm_up(slot);
-    });
-  }
+  for (size_t slot = 0; slot < slots_; ++slot) threads.emplace_back(on_slot, slot, true, true);
   for (auto& t : threads) t.join();
   double load = 0, warmup = 0;
   for (const SlotResult& r : results) {
