@@ -95,15 +95,14 @@ size_t PythonServices::pending() const {
   return pending_.size();
 }
 
-Status PythonServices::NotLoadedForNestedCall(const Status& looked_up, const std::string& name,
-                                              const std::string& version) const {
+Status PythonServices::NotLoadedForNestedCall(const Status& looked_up,
+                                              const std::string& name) const {
   // On demand, a model the repository has but that is not loaded: a client's
   // request would load it, this call cannot. A load runs on every
   // interpreter in turn, the caller's among them, which stays busy until
   // this call returns: waiting for it here would wait for itself.
-  if (looked_up.code() != StatusCode::kNotFound || !models_->on_demand() ||
-      !models_->Describe(name, version).ok()) {
-    return looked_up;
+  if (looked_up.code() != StatusCode::kNotFound || !models_->LoadsOnRequest(name, looked_up)) {
+    return looked_up;  // unknown, or loading or failed (UNAVAILABLE with its reason)
   }
   return NotFound("model '" + name + "' is not loaded, and manypy.infer does not load a model on "
                   "demand (the load would wait for the interpreter this call holds): pin the "
@@ -125,7 +124,7 @@ StatusOr<std::shared_ptr<PythonServices::NestedCall>> PythonServices::Start(size
                               "): a cycle, refused (it could wait for itself)");
   }
   StatusOr<std::shared_ptr<Model>> found = models_->Get(name, version);
-  if (!found.ok()) return NotLoadedForNestedCall(found.status(), name, version);
+  if (!found.ok()) return NotLoadedForNestedCall(found.status(), name);
   auto call = std::make_shared<NestedCall>();
   call->model = std::move(*found);
   const Manifest& m = call->model->manifest();

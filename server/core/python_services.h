@@ -43,8 +43,7 @@ class PythonServices {
   /// `looked_up` (the callee's lookup failing), or in on-demand mode for a
   /// repository model that is not loaded, NOT_FOUND saying why this call
   /// does not load it and what to do.
-  Status NotLoadedForNestedCall(const Status& looked_up, const std::string& name,
-                                const std::string& version) const;
+  Status NotLoadedForNestedCall(const Status& looked_up, const std::string& name) const;
   /// manypy.infer: Start, then Finish at once.
   StatusOr<Value> Call(size_t interpreter, const Value& request);
   /// manypy.submit's Future.result(): Finish the call a handle names.

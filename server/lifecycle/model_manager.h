@@ -124,6 +124,9 @@ class ModelManager {
   using Acquired = std::function<void(StatusOr<std::shared_ptr<Model>>)>;
   void Acquire(const std::string& name, const std::string& version, Clock::time_point deadline,
                std::function<bool()> cancelled, Acquired done);
+  /// Whether Acquire loads `name`, which Get did not find (`looked_up`): in
+  /// on-demand mode, a repository model that serves no version.
+  bool LoadsOnRequest(const std::string& name, const Status& looked_up) const;
   /// The manifest and settings of `name`: the serving version's, or in
   /// on-demand mode those of the newest archive, read without loading it.
   StatusOr<ModelDescription> Describe(const std::string& name, const std::string& version) const;
@@ -133,7 +136,6 @@ class ModelManager {
   std::vector<std::shared_ptr<Model>> ReadyModels() const;
   const ModelRepository& repository() const { return repository_; }
   const BudgetLimits& budget() const { return options_.budget; }
-  bool on_demand() const { return options_.on_demand; }
   /// Bytes held by every loaded, loading or draining version (what the budget counts).
   int64_t ResidentBytes() const;
 

@@ -35,28 +35,12 @@ void ModelManager::Acquire(const std::string& name, const std::string& version,
   if (!options_.on_demand) return done(Get(name, version));
   uint64_t now = ++use_clock_;
   StatusOr<std::shared_ptr<Model>> found = Get(name, version);
-  bool load = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = models_.find(name);
     if (it != models_.end()) it->second.last_used = now;
-    if (!found.ok()) {
-      // A model that serves another version than asked, or one the
-      // repository does not have, is answered as it is.
-      bool serving = it != models_.end() && it->second.serving != nullptr;
-      load = !serving && (it != models_.end() || repository_names_.count(name) > 0);
-    }
   }
-  if (!load && !found.ok() && CheckModelName(name).ok() &&
-      found.status().code() == StatusCode::kNotFound) {
-    // Added to the repository since the last scan (a scan only stats files
-    // whose validation it has kept, repository.h).
-    if (repository_.Latest(name).ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      repository_names_.insert(name);
-      load = true;
-    }
-  }
+  const bool load = !found.ok() && LoadsOnRequest(name, found.status());
   if (!load) return done(std::move(found));
   LoadWaiters::Waiter waiter;
   waiter.deadline = deadline;
@@ -68,6 +52,25 @@ void ModelManager::Acquire(const std::string& name, const std::string& version,
   if (waiters_.Add(name, std::move(waiter))) {
     demand_->Post([this, name] { waiters_.Finish(name, LoadOnDemand(name)); });
   }
+}
+
+bool ModelManager::LoadsOnRequest(const std::string& name, const Status& looked_up) const {
+  if (!options_.on_demand) return false;
+  {
+    // A model that serves another version than asked, or one the
+    // repository does not have, is answered as it is.
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = models_.find(name);
+    if (it != models_.end() && it->second.serving != nullptr) return false;
+    if (it != models_.end() || repository_names_.count(name) > 0) return true;
+  }
+  if (!CheckModelName(name).ok() || looked_up.code() != StatusCode::kNotFound) return false;
+  // Added to the repository since the last scan (a scan only stats files
+  // whose validation it has kept, repository.h).
+  if (!repository_.Latest(name).ok()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  repository_names_.insert(name);
+  return true;
 }
 
 Status ModelManager::LoadOnDemand(const std::string& name) {
