@@ -17,6 +17,7 @@ namespace {
 using testing::MakePool;
 
 constexpr const char* kModel = R"PY(
+import time
 import torch
 
 class Scale(torch.nn.Module):
@@ -31,6 +32,11 @@ class Scale(torch.nn.Module):
         total = 0
         for i in range(k):          # Python-level work between tensor ops
             total += i
+        # Holds its interpreter a moment, GIL released: on 2 cores only two
+        # of the eight threads run at once, and calls of microseconds let
+        # them find their own interpreter idle every time, so one of four
+        # interpreters could serve nothing (a run of make test saw it).
+        time.sleep(0.0005)
         return x * k + total
 
 model = Scale()
