@@ -6,6 +6,7 @@
 #include <future>
 
 #include "interpreters/host_services.h"
+#include "interpreters/python_kernels.h"
 
 namespace manypy {
 
@@ -22,6 +23,7 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::Start(ImagePreparer* prepare
     std::unique_lock<std::mutex> lock(self->mu_);
     self->cv_.wait(lock, [self] { return self->stop_; });
     lock.unlock();
+    if (self->torch_interpreter_ != nullptr) RemoveTorchInterpreter(self->torch_interpreter_);
     self->shim_->Finalize();
     if (self->arenas_ != nullptr) self->arenas_->Drain();
   });
@@ -63,6 +65,12 @@ Status Interpreter::Boot() {
   config.callbacks.context = this;
   config.callbacks.prepare_extension = &Interpreter::PrepareExtension;
   config.callbacks.call_host = &Interpreter::CallHost;
+  config.callbacks.torch_interpreter = &Interpreter::AddTorchInterpreter;
+  config.callbacks.next_python_kernel_with_keyset = &SetNextPythonKernelWithKeyset;
+  config.callbacks.python_kernel_registered_by = [](const char* op, const char* key,
+                                                    const void* py_interpreter) {
+    return PythonKernelRegisteredBy(op, key, py_interpreter);
+  };
   if (options_.arena_cache) {
     arenas_ = new ArenaCache();
     config.callbacks.arena_context = arenas_;
@@ -72,6 +80,7 @@ Status Interpreter::Boot() {
   std::string error;
   shim_ = create(&config, &error);
   if (shim_ == nullptr) {
+    if (torch_interpreter_ != nullptr) RemoveTorchInterpreter(torch_interpreter_);
     return Internal("interpreter " + std::to_string(options_.index) + " failed to start: " + error);
   }
   return Status::Ok();
@@ -112,6 +121,12 @@ bool Interpreter::CallHost(void* self, const char* service, const Value* request
     *error = std::string("INTERNAL: ") + e.what();
     return false;
   }
+}
+
+void Interpreter::AddTorchInterpreter(void* self, const void* py_interpreter,
+                                      int (*thread_state)()) {
+  static_cast<Interpreter*>(self)->torch_interpreter_ = py_interpreter;
+  manypy::AddTorchInterpreter(py_interpreter, thread_state);
 }
 
 bool Interpreter::PrepareExtension(void* self, const char* module, const char* origin, char* out,

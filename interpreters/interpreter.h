@@ -39,6 +39,8 @@ class Interpreter {
 
   shim::InterpreterShim& shim() const { return *shim_; }
   int index() const { return options_.index; }
+  /// Its libtorch_python's c10::impl::PyInterpreter (PyTorch 2.x; else null).
+  const void* torch_interpreter() const { return torch_interpreter_; }
   bool owns_registrations() const { return options_.owns_registrations; }
   /// Flushes sys.stdout and sys.stderr. No session may be open on this thread.
   void FlushOutput();
@@ -54,12 +56,16 @@ class Interpreter {
                        std::string* error);
   static bool PrepareExtension(void* self, const char* module, const char* origin, char* out,
                                size_t out_len);
+  /// HostCallbacks::torch_interpreter: routes Python kernels to this interpreter.
+  static void AddTorchInterpreter(void* self, const void* py_interpreter,
+                                  int (*thread_state)());
 
   // Constant after Start.
   ImagePreparer* const preparer_;
   const Options options_;
   int slot_ = -1;
   shim::InterpreterShim* shim_ = nullptr;
+  const void* torch_interpreter_ = nullptr;  // its libtorch_python's PyInterpreter (2.x)
   // CPython expects the thread that initialised a runtime to finalise it (the
   // threading module waits for its "main thread" otherwise), so each
   // interpreter has an owner thread that boots it, sleeps, then finalises it.

@@ -46,6 +46,10 @@ std::atomic<bool> g_registrations_claimed{false};
 PoolOptions WithDefaults(PoolOptions o) {
   if (o.interpreters == 0) o.interpreters = HardwareCores();
   if (o.cache_dir.empty()) o.cache_dir = DefaultCacheDir();
+  if (o.compile_cache_dir.empty()) {
+    const char* env = getenv("TORCHINDUCTOR_CACHE_DIR");
+    o.compile_cache_dir = env != nullptr && *env ? env : o.cache_dir + "/inductor";
+  }
   if (o.libpython.empty()) o.libpython = MANYPY_DEFAULT_LIBPYTHON;
   if (o.python_executable.empty()) o.python_executable = MANYPY_DEFAULT_PYTHON;
   if (o.shim_library.empty()) o.shim_library = DefaultShimLibrary();
@@ -58,6 +62,9 @@ PoolOptions WithDefaults(PoolOptions o) {
 StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions options) {
   options = WithDefaults(std::move(options));
   MANYPY_RETURN_IF_ERROR(CheckTorchHooksActive());
+  // Process-wide, read by each interpreter's os.environ when it starts
+  // (before its torch._inductor reads it), so all share one cache.
+  setenv("TORCHINDUCTOR_CACHE_DIR", options.compile_cache_dir.c_str(), 1);
   // Process-wide: every interpreter shares libtorch's intra-op thread pool.
   at::set_num_threads(options.intra_op_threads);
 

@@ -19,6 +19,12 @@ struct PoolOptions {
   /// Where prepared library copies are cached. Empty: $MANYPY_CACHE_DIR, else
   /// $XDG_CACHE_HOME/manypy, else $HOME/.cache/manypy.
   std::string cache_dir;
+  /// Inductor's on-disk caches (torch.compile, PyTorch 2.x: compiled kernels
+  /// and FX graphs), shared by every interpreter and kept across restarts:
+  /// set as TORCHINDUCTOR_CACHE_DIR before the interpreters start. Empty:
+  /// $TORCHINDUCTOR_CACHE_DIR if the environment sets it, else
+  /// <cache_dir>/inductor.
+  std::string compile_cache_dir;
   /// The system libpython the copies are made from.
   std::string libpython;
   /// The Python whose prefix (stdlib, dist-packages) the interpreters use.

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include "interpreters/pool_state.h"
+#include "interpreters/python_kernels.h"
 
 namespace manypy {
 
@@ -83,16 +84,19 @@ InterpreterSession::InterpreterSession(std::shared_ptr<detail::PoolState> pool, 
     threads_applied = true;
   }
   gil_token_ = shim_->AcquireGil();
+  calling_before_ = SetCallingInterpreter(pool_->interpreters[index]->torch_interpreter());
 }
 
 InterpreterSession::InterpreterSession(InterpreterSession&& other) noexcept
     : pool_(std::move(other.pool_)),
       index_(other.index_),
       shim_(other.shim_),
-      gil_token_(other.gil_token_) {}
+      gil_token_(other.gil_token_),
+      calling_before_(other.calling_before_) {}
 
 InterpreterSession::~InterpreterSession() {
   if (pool_ == nullptr) return;  // moved from
+  SetCallingInterpreter(calling_before_);
   shim_->ReleaseGil(gil_token_);
   pool_->balancer.Release(index_);
 }

@@ -98,6 +98,7 @@ class InterpreterSession {
   size_t index_;
   shim::InterpreterShim* shim_;
   int gil_token_;
+  const void* calling_before_ = nullptr;  // python_kernels.h: SetCallingInterpreter
 };
 
 }  // namespace manypy

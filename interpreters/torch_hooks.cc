@@ -12,9 +12,10 @@
 
 #if MANYPY_TORCH_HOOKS
 #include <ATen/core/dispatch/Dispatcher.h>
-#endif
+#include <torch/library.h>
 
-#include "interpreters/shim/shim_api.h"
+#include "interpreters/python_kernel_hooks.h"
+#endif
 
 // Why (PyTorch 2.6, found by running it; docs/debian13.md): libtorch_python
 // has static initializers that register process-wide things in libtorch_cpu
@@ -32,10 +33,9 @@
 // comes first. The override skips only a registration that is the very same
 // one again (same operator and same debug string "file:line"); any other
 // conflict still reaches libtorch and fails as before. The same holds for a
-// copied extension module's TORCH_LIBRARY (registerLibrary, below). One more case is the
-// same definition: a schema that a non-owner interpreter's torch.library
-// stand-in defined first (shim's define_operator), defined again, identical,
-// by the first interpreter's own torch.library.
+// copied extension module's TORCH_LIBRARY (registerLibrary, below).
+// Registrations from Python (torch.library, in any interpreter) go to
+// python_kernels.cc instead: see python_kernel_hooks.h.
 
 namespace {
 std::atomic<int> g_skipped_definitions{0};
@@ -59,6 +59,15 @@ constexpr const char* kRegisterDef =
     "traitsIcESaIcEEESt6vectorIN2at3TagESaISA_EE";
 constexpr const char* kRegisterLibrary =
     "_ZN3c1010Dispatcher15registerLibraryENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEES6_";
+constexpr const char* kRegisterImpl =
+    "_ZN3c1010Dispatcher12registerImplENS_12OperatorNameESt8optionalINS_11DispatchKeyEENS_14Kernel"
+    "FunctionES2_INS_4impl12CppSignatureEESt10unique_ptrINS_14FunctionSchemaESt14default_deleteISA_"
+    "EENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
+constexpr const char* kLibraryDef =
+    "_ZNR5torch7Library4_defEON3c1014FunctionSchemaEPNS1_12OperatorNameERKSt6vectorIN2at3TagESaIS8_"
+    "EENS_17_RegisterOrVerifyE";
+constexpr const char* kLibraryImpl =
+    "_ZNR5torch7Library5_implEPKcONS_11CppFunctionENS_17_RegisterOrVerifyE";
 constexpr const char* kRegisterHandler =
     "_ZN4c10d13control_plane15registerHandlerERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaI"
     "cEEESt8functionIFvRKNS0_7RequestERNS0_8ResponseEEE";
@@ -67,21 +76,38 @@ constexpr const char* kRegisterHandler =
 namespace c10 {
 RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, std::string debug,
                                                std::vector<at::Tag> tags) {
-  using Real = RegistrationHandleRAII (*)(Dispatcher*, FunctionSchema, std::string,
-                                          std::vector<at::Tag>);
   // Resolved before taking g_def_mu: dlsym takes the loader's lock, which a
   // thread inside dlopen (running static initializers) holds while it waits here.
-  static Real real = reinterpret_cast<Real>(NextDefinition(kRegisterDef));
+  static auto real = reinterpret_cast<manypy::detail::RegisterDefFn>(NextDefinition(kRegisterDef));
+  if (manypy::detail::IsPythonRegistration(debug)) {
+    return manypy::detail::DefineFromPython(real, this, std::move(schema), std::move(debug),
+                                            std::move(tags));
+  }
   static std::mutex g_def_mu;  // the look-up and the definition, as one step
   std::lock_guard<std::mutex> lock(g_def_mu);
-  const std::string stand_in = manypy::shim::kStandInDefinitionDebug;
-  if (auto op = findSchema(schema.operator_name());
-      op && (op->debug() == debug ||
-             ((op->debug() == stand_in || debug == stand_in) && op->schema() == schema))) {
+  if (auto op = findSchema(schema.operator_name()); op && op->debug() == debug) {
     g_skipped_definitions++;
     return RegistrationHandleRAII([] {});  // the first definition stays
   }
   return real(this, std::move(schema), std::move(debug), std::move(tags));
+}
+
+// Kernels registered from Python are routed to the calling interpreter's
+// own (python_kernels.cc); every other kernel is registered as it comes.
+RegistrationHandleRAII Dispatcher::registerImpl(OperatorName op_name,
+                                                std::optional<DispatchKey> dispatch_key,
+                                                KernelFunction kernel,
+                                                std::optional<impl::CppSignature> cpp_signature,
+                                                std::unique_ptr<FunctionSchema> inferred_schema,
+                                                std::string debug) {
+  static auto real =
+      reinterpret_cast<manypy::detail::RegisterImplFn>(NextDefinition(kRegisterImpl));
+  if (dispatch_key && !kernel.isFallthrough() && manypy::detail::IsPythonRegistration(debug)) {
+    return manypy::detail::RouteFromPython(real, this, std::move(op_name), *dispatch_key,
+                                           std::move(kernel), std::move(debug));
+  }
+  return real(this, std::move(op_name), dispatch_key, std::move(kernel), std::move(cpp_signature),
+              std::move(inferred_schema), std::move(debug));
 }
 
 // A Python extension module copied per interpreter that opens its namespace
@@ -104,6 +130,28 @@ RegistrationHandleRAII Dispatcher::registerLibrary(std::string ns, std::string d
   }
 }
 }  // namespace c10
+
+// torch.library in an interpreter whose libtorch_python copy was not the
+// first loaded runs in torch::deploy's VERIFY mode: a definition or kernel
+// is not registered but waited for (2 s) from the first interpreter, then an
+// internal assert fails ("Expected main interpreter to define ..."). Here
+// every interpreter registers; registerDef and registerImpl above make the
+// repeats one definition and one route.
+namespace torch {
+Library& Library::_def(c10::FunctionSchema&& schema, c10::OperatorName* out_name,
+                       const std::vector<at::Tag>& tags, _RegisterOrVerify) & {
+  using Real = Library& (*)(Library*, c10::FunctionSchema&&, c10::OperatorName*,
+                            const std::vector<at::Tag>&, _RegisterOrVerify);
+  static Real real = reinterpret_cast<Real>(NextDefinition(kLibraryDef));
+  return real(this, std::move(schema), out_name, tags, _RegisterOrVerify::REGISTER);
+}
+
+Library& Library::_impl(const char* name, CppFunction&& f, _RegisterOrVerify) & {
+  using Real = Library& (*)(Library*, const char*, CppFunction&&, _RegisterOrVerify);
+  static Real real = reinterpret_cast<Real>(NextDefinition(kLibraryImpl));
+  return real(this, name, std::move(f), _RegisterOrVerify::REGISTER);
+}
+}  // namespace torch
 
 namespace c10d::control_plane {
 class Request;
@@ -130,7 +178,8 @@ TorchHookCounts TorchHooks() { return {g_skipped_definitions.load(), g_skipped_h
 
 Status CheckTorchHooksActive() {
 #if MANYPY_TORCH_HOOKS
-  for (const char* mangled : {kRegisterDef, kRegisterLibrary, kRegisterHandler}) {
+  for (const char* mangled : {kRegisterDef, kRegisterImpl, kRegisterLibrary, kLibraryDef,
+                              kLibraryImpl, kRegisterHandler}) {
     void* bound = dlsym(RTLD_DEFAULT, mangled);
     void* ours = nullptr;
     Dl_info info;

@@ -24,14 +24,12 @@ class _CopiedExtensionLoader(importlib.machinery.ExtensionFileLoader):
 
 
 def _no_registration_library(Library):
-    """torch.library.Library for interpreters other than the first.
+    """torch.library.Library for interpreters other than the first (PyTorch 1.x).
 
     Registrations made by Python go into the one process-wide dispatcher;
     interpreter 0 already made them, and a second DEF of the same operator
-    raises. Other interpreters keep the API but register nothing. A subclass of
-    the real Library: torch 2.x's torch.library.impl / define dispatch on the
-    type (functools.singledispatch), e.g. torch.distributed.fsdp's
-    `@torch.library.impl(lib, "copy_", "Meta")` at `import torch._dynamo`."""
+    raises. Other interpreters keep the API but register nothing. (PyTorch 2.x
+    routes each interpreter's own kernels instead: _tell_keyset.)"""
 
     class _NoRegistrationLibrary(Library):
         def __init__(self, ns, kind, dispatch_key=""):
@@ -39,28 +37,12 @@ def _no_registration_library(Library):
             self._op_defs, self._op_impls, self._registration_handles = set(), set(), []
 
         def define(self, schema, alias_analysis="", *, tags=()):
-            # torch 2.x: define the schema if the first interpreter has not
-            # (yet), so torch.ops.<ns>.<name> resolves here; kernels stay the
-            # first interpreter's (impl below registers none).
-            schema = schema.strip()
-            name = schema.split("(")[0].strip()
-            if hasattr(_manypy, "define_operator"):
-                _manypy.define_operator(schema if "::" in name else f"{self.ns}::{schema}")
-            return name
+            return schema.strip().split("(")[0].strip()
 
         def impl(self, op_name, fn, dispatch_key="", *args, **kwargs):
             pass
 
         def fallback(self, *args, **kwargs):
-            pass
-
-        # torch 2.x: registers a Meta kernel through a Library of its own and
-        # refuses an operator that interpreter 0 already gave one
-        # (torch/_library/fake_impl.py).
-        def _register_fake(self, *args, **kwargs):
-            pass
-
-        def _impl_with_aoti_compile(self, *args, **kwargs):
             pass
 
         def _destroy(self):
@@ -71,14 +53,70 @@ def _no_registration_library(Library):
     return _NoRegistrationLibrary
 
 
-def _without_registrations(loader):
+def _without_registrations(module):
+    module.Library = _no_registration_library(module.Library)
+
+
+def _after_running(loader, patch):
+    """Runs patch(module) once `loader` has run the module's code."""
     run = loader.exec_module
 
     def exec_module(module):
         run(module)
-        module.Library = _no_registration_library(module.Library)
+        patch(module)
 
     loader.exec_module = exec_module
+
+
+def _tell_keyset(module):
+    """torch.library, PyTorch 2.x: every interpreter registers its kernels; the
+    host routes each call to the calling interpreter's own (python_kernels.h).
+    Library.impl tells the host whether the kernel takes the dispatch key set."""
+    impl = module.Library.impl
+
+    def impl_telling_keyset(self, op_name, fn, dispatch_key="", *, with_keyset=False):
+        _manypy.next_kernel_with_keyset(with_keyset)
+        try:
+            return impl(self, op_name, fn, dispatch_key, with_keyset=with_keyset)
+        finally:
+            _manypy.next_kernel_with_keyset(False)
+
+    impl_telling_keyset.__doc__ = impl.__doc__
+    impl_telling_keyset.__name__ = impl_telling_keyset.__qualname__ = "impl"
+    module.Library.impl = impl_telling_keyset
+
+    # Library._destroy calls the C++ library's reset(), which asserts that
+    # this is the first interpreter (python_dispatch.cpp): drop the reference
+    # instead, and the C++ library goes with its Python object, as reset()
+    # would have made it go (registrations from Python stay: python_kernels.h).
+    destroy = module.Library._destroy
+
+    def destroy_without_reset(self):
+        self.m = None
+        destroy(self)
+
+    destroy_without_reset.__doc__ = destroy.__doc__
+    destroy_without_reset.__name__ = destroy_without_reset.__qualname__ = "_destroy"
+    module.Library._destroy = destroy_without_reset
+
+
+def _kernels_of_this_interpreter(module):
+    """torch._C, PyTorch 2.x: _dispatch_has_kernel_for_dispatch_key answers for
+    this interpreter. A kernel that only other interpreters registered from
+    Python (the dispatcher holds one router for all) is one this interpreter
+    has not: torch's "already has a Meta kernel" checks (register_fake) must
+    let it register its own."""
+    has_kernel = module._dispatch_has_kernel_for_dispatch_key
+
+    def has_kernel_here(name, dispatch):
+        if not has_kernel(name, dispatch):
+            return False
+        key = dispatch if isinstance(dispatch, str) else dispatch.name
+        return _manypy.python_kernel_registered_here(name, key) != 0
+
+    has_kernel_here.__doc__ = has_kernel.__doc__
+    has_kernel_here.__name__ = has_kernel_here.__qualname__ = has_kernel.__name__
+    module._dispatch_has_kernel_for_dispatch_key = has_kernel_here
 
 
 class _LazyModule(types.ModuleType):
@@ -118,11 +156,9 @@ def _lazy_function(module_name, name):
     def call(*args, **kwargs):
         nonlocal real
         if real is None:
-            parts = module_name.split(".")
-            for end in range(1, len(parts) + 1):
-                module = sys.modules.get(".".join(parts[:end]))
-                if type(module) is _LazyModule:
-                    _run_lazy_module(module)
+            module = sys.modules.get(module_name)
+            if type(module) is _LazyModule:
+                _run_lazy_module(module)  # with its lazy parents, from the top
             real = getattr(importlib.import_module(module_name), name)
         return real(*args, **kwargs)
 
@@ -135,15 +171,19 @@ def _lazy_function(module_name, name):
 # name -> the loader that runs the module's code, while it has not run.
 _lazy_loaders = {}
 
-# Imported lazily here: PoolOptions::lazy_modules and, in every interpreter but
-# the one that makes the process-global registrations (and only when lazy
-# imports are on), torch._meta_registrations: there its torch.library
-# registrations are no-ops (_no_registration_library), so running it at
-# `import torch` would only build Python objects (its meta kernels, torch._refs,
-# torch._prims, about 9 MiB) that nothing in eager execution uses.
+# Imported lazily here: PoolOptions::lazy_modules and, on PyTorch 1.x in every
+# interpreter but the one that makes the process-global registrations (and
+# only when lazy imports are on), torch._meta_registrations: there its
+# torch.library registrations are no-ops (_no_registration_library), so
+# running it at `import torch` would only build Python objects that eager
+# execution does not use. Not on 2.x: each interpreter's meta kernels are
+# its own there (FakeTensorMode, torch.compile), and torch.func's first call
+# imports torch._prims, whose import cycle needs it run (issue: vmap failed in
+# interpreter 1 with "cannot import name 'ContentStoreReader'").
 _lazy_names = frozenset(_manypy.lazy_modules) | (
     {"torch._meta_registrations"}
-    if _manypy.lazy_modules and not _manypy.owns_registrations else set())
+    if (_manypy.lazy_modules and not _manypy.owns_registrations and
+        not _manypy.routes_python_kernels) else set())
 
 # PoolOptions::lazy_functions, and the modules that hold them with their
 # parent packages below the top one (which `import torch` ran already): lazy
@@ -157,6 +197,15 @@ _lazy_names |= {
 
 def _run_lazy_module(module):
     name = module.__name__
+    # Its lazy parent packages first, from the top, as an import runs them: a
+    # package's __init__ may import its submodules in an order their imports
+    # of each other rely on (`from torch._dynamo.utils import counters` ran
+    # utils before torch._dynamo and failed on a circular import).
+    parts = name.split(".")
+    for end in range(1, len(parts)):
+        parent = sys.modules.get(".".join(parts[:end]))
+        if type(parent) is _LazyModule:
+            _run_lazy_module(parent)
     # The import system's own per-module lock: another thread importing the
     # module meanwhile waits for it (and its deadlock detection applies).
     with importlib._bootstrap._ModuleLockManager(name):
@@ -204,6 +253,56 @@ class _AlreadyImported:
         module.__spec__ = self.spec  # the import system set ours
 
 
+# An extension module loaded by path (importlib.util.spec_from_file_location:
+# Inductor's compiled kernels, torch.utils.cpp_extension's builds) rather
+# than found by ManypyExtensionFinder runs from this interpreter's private
+# copy too: a Debian-style extension does not link libpython, so its Python
+# API symbols resolve only against the libpython the copy names (Inductor's
+# kernels failed with "undefined symbol: PyTuple_Type"). __file__ stays the
+# original (module_from_spec sets it from the spec it was given).
+_create_extension_module = importlib.machinery.ExtensionFileLoader.create_module
+
+
+def _create_private_extension_module(self, spec):
+    if not isinstance(self, _CopiedExtensionLoader) and spec.origin:
+        copy = _manypy.prepare_extension(spec.name, spec.origin)
+        if copy != spec.origin:
+            spec = importlib.machinery.ModuleSpec(spec.name, self, origin=copy)
+    return _create_extension_module(self, spec)
+
+
+importlib.machinery.ExtensionFileLoader.create_module = _create_private_extension_module
+
+
+def _one_interpreter_at_a_time(load):
+    """Inductor (PyTorch 2.x) hands its compiled kernel module the address of
+    this interpreter's tensor accessor through a process-wide environment
+    variable read while the module initialises: two interpreters loading
+    kernels at once would each be able to read the other's. An flock on a
+    file opened by each interpreter (its own open file description) makes the
+    variable and the load one step across the process."""
+    import fcntl
+    import os
+    import tempfile
+    path = os.path.join(tempfile.gettempdir(), "manypy-extension-load.lock")
+
+    def locked(cls, path_, key):
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # releases this interpreter's GIL while it waits
+            return load.__func__(cls, path_, key)
+        finally:
+            os.close(fd)  # and with it the lock
+
+    return classmethod(locked)
+
+
+def _patch_inductor_codecache(module):
+    bindings = module.CppPythonBindingsCodeCache
+    bindings._load_library_inner = _one_interpreter_at_a_time(
+        bindings.__dict__["_load_library_inner"])
+
+
 class ManypyExtensionFinder:
     @classmethod
     def find_spec(cls, name, path=None, target=None):
@@ -227,15 +326,24 @@ class ManypyExtensionFinder:
                 isinstance(spec.loader, importlib.machinery.SourceFileLoader)):
             spec.loader = _LazyLoader(spec.loader)
             return spec
+        if name == "torch.library" and _manypy.routes_python_kernels:
+            _after_running(spec.loader, _tell_keyset)
+            return spec
+        if name == "torch._inductor.codecache":
+            _after_running(spec.loader, _patch_inductor_codecache)
+            return spec
         if name == "torch.library" and not _manypy.owns_registrations:
-            _without_registrations(spec.loader)
+            _after_running(spec.loader, _without_registrations)
             return spec
         if not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
             return spec
         copy = _manypy.prepare_extension(name, spec.origin)
-        return importlib.util.spec_from_file_location(
+        copied = importlib.util.spec_from_file_location(
             name, copy, loader=_CopiedExtensionLoader(name, copy, spec.origin),
             submodule_search_locations=spec.submodule_search_locations)
+        if name == "torch._C" and _manypy.routes_python_kernels:
+            _after_running(copied.loader, _kernels_of_this_interpreter)
+        return copied
 
     @classmethod
     def invalidate_caches(cls):

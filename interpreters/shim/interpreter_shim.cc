@@ -9,8 +9,10 @@
 #include <string>
 
 #if MANYPY_TORCH_HOOKS
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/csrc/jit/frontend/function_schema_parser.h>
+#include <c10/core/impl/PyInterpreter.h>
+// libtorch_python's (torch/csrc/PyInterpreter.h, which needs pybind11): this
+// library copy is linked to its interpreter's copy of libtorch_python.
+c10::impl::PyInterpreter* getPyInterpreter();
 #endif
 
 #include "interpreters/python_error.h"
@@ -98,30 +100,33 @@ PyObject* CallHost(PyObject*, PyObject* args) {
 }
 
 #if MANYPY_TORCH_HOOKS
-// Defines the operator schema `schema` ("ns::name.overload(...) -> ...") in
-// the process-wide dispatcher unless it is defined already; True when this
-// call defined it. For the torch.library stand-in of interpreters other than
-// the first: a schema is C++ data, no Python object, so any interpreter may
-// define it, and torch.ops.ns.name then resolves in every interpreter even
-// when the first has not imported the module that defines it (torch 2.6's
-// torch.distributed.fsdp defines fsdp::copy_ at `import torchvision`).
-PyObject* DefineOperator(PyObject*, PyObject* args) {
-  const char* schema;
-  if (!PyArg_ParseTuple(args, "s", &schema)) return nullptr;
-  // The handles are kept for the life of the process: libtorch outlives interpreters.
-  static std::mutex mu;
-  static auto* handles = new std::vector<c10::RegistrationHandleRAII>();
-  try {
-    c10::FunctionSchema parsed = torch::jit::parseSchema(schema);
-    std::lock_guard<std::mutex> lock(mu);
-    if (c10::Dispatcher::singleton().findSchema(parsed.operator_name())) Py_RETURN_FALSE;
-    handles->push_back(c10::Dispatcher::singleton().registerDef(std::move(parsed),
-                                                                kStandInDefinitionDebug, {}));
-  } catch (const std::exception& e) {
-    PyErr_Format(PyExc_RuntimeError, "manypy could not define operator %s: %s", schema, e.what());
-    return nullptr;
-  }
-  Py_RETURN_TRUE;
+// The interpreter this library copy serves, as libtorch_python's copy knows it.
+const void* TorchInterpreter() { return getPyInterpreter(); }
+
+// HostCallbacks::torch_interpreter's thread_state: this runtime's answer.
+int ThreadState() {
+  if (PyGILState_GetThisThreadState() == nullptr) return 0;
+  return PyGILState_Check() ? 2 : 1;
+}
+
+// _manypy.next_kernel_with_keyset(flag): torch.library.Library.impl's
+// with_keyset for the registration this thread makes next (python_kernels.h).
+PyObject* NextKernelWithKeyset(PyObject*, PyObject* args) {
+  int with_keyset;
+  if (!PyArg_ParseTuple(args, "p", &with_keyset)) return nullptr;
+  const HostCallbacks& cb = g_config.callbacks;
+  if (cb.next_python_kernel_with_keyset != nullptr) cb.next_python_kernel_with_keyset(with_keyset);
+  Py_RETURN_NONE;
+}
+
+// _manypy.python_kernel_registered_here(op, key) -> 1, 0 or -1 (python_kernels.h).
+PyObject* PythonKernelRegisteredHere(PyObject*, PyObject* args) {
+  const char* op;
+  const char* key;
+  if (!PyArg_ParseTuple(args, "ss", &op, &key)) return nullptr;
+  const HostCallbacks& cb = g_config.callbacks;
+  if (cb.python_kernel_registered_by == nullptr) return PyLong_FromLong(-1);
+  return PyLong_FromLong(cb.python_kernel_registered_by(op, key, TorchInterpreter()));
 }
 #endif
 
@@ -131,8 +136,10 @@ PyMethodDef kManypyMethods[] = {
     {"call_host", CallHost, METH_VARARGS,
      "call_host(service, request) -> the host's answer; raises HostError(code, message)"},
 #if MANYPY_TORCH_HOOKS
-    {"define_operator", DefineOperator, METH_VARARGS,
-     "define_operator(schema) -> True if this call defined it (else it was defined already)"},
+    {"next_kernel_with_keyset", NextKernelWithKeyset, METH_VARARGS,
+     "next_kernel_with_keyset(flag): with_keyset of the next Python kernel this thread registers"},
+    {"python_kernel_registered_here", PythonKernelRegisteredHere, METH_VARARGS,
+     "python_kernel_registered_here(op, key) -> 1 here, 0 only elsewhere, -1 not from Python"},
 #endif
     {nullptr, nullptr, 0, nullptr},
 };
@@ -253,6 +260,8 @@ void Boot(const ShimConfig& config) {
   PyModule_AddFunctions(module, kManypyMethods);
   PyModule_AddIntConstant(module, "index", config.index);
   PyModule_AddObjectRef(module, "owns_registrations", config.owns_registrations ? Py_True : Py_False);
+  // PyTorch 2.x: each interpreter registers its own torch.library kernels.
+  PyModule_AddObjectRef(module, "routes_python_kernels", MANYPY_TORCH_HOOKS ? Py_True : Py_False);
   PyModule_AddObject(module, "lazy_modules", FrozenSetOf(config.lazy_modules));  // steals it
   PyModule_AddObject(module, "lazy_functions", FrozenSetOf(config.lazy_functions));
   g_interrupted_type = Check(PyErr_NewExceptionWithDoc(
@@ -309,6 +318,9 @@ manypy_shim_create(const manypy::shim::ShimConfig* config, std::string* error) {
   using namespace manypy::shim;
   g_config = *config;
   const HostCallbacks& cb = g_config.callbacks;
+#if MANYPY_TORCH_HOOKS
+  if (cb.torch_interpreter != nullptr) cb.torch_interpreter(cb.context, TorchInterpreter(), ThreadState);
+#endif
   if (cb.arena_alloc != nullptr) {
     PyObjectArenaAllocator arenas{cb.arena_context, cb.arena_alloc, cb.arena_free};
     PyObject_SetArenaAllocator(&arenas);  // copied by CPython; must precede initialisation

@@ -31,22 +31,29 @@ struct HostCallbacks {
   /// (a status code name) to `error` and returns false.
   bool (*call_host)(void* context, const char* service, const Value* request, Value* response,
                     std::string* error) = nullptr;
+  /// PyTorch 2.x (python_kernels.h), before Python starts: this interpreter's
+  /// c10::impl::PyInterpreter and a function that says what the calling
+  /// thread has in this interpreter (2 its GIL, 1 a thread state, 0 nothing).
+  void (*torch_interpreter)(void* context, const void* py_interpreter,
+                            int (*thread_state)()) = nullptr;
+  /// PyTorch 2.x: the next Python kernel this thread registers takes the
+  /// dispatch key set first (torch.library's with_keyset).
+  void (*next_python_kernel_with_keyset)(bool with_keyset) = nullptr;
+  /// PyTorch 2.x: 1 if `py_interpreter` registered a Python kernel for
+  /// operator `op` and dispatch key `key`, 0 if only other interpreters did, -1 if none did.
+  int (*python_kernel_registered_by)(const char* op, const char* key,
+                                     const void* py_interpreter) = nullptr;
   /// obmalloc arena hooks (PyObjectArenaAllocator), context = arena_context.
   void* arena_context = nullptr;
   void* (*arena_alloc)(void* context, size_t size) = nullptr;
   void (*arena_free)(void* context, void* ptr, size_t size) = nullptr;
 };
 
-/// The debug string of an operator schema that a non-owner interpreter's
-/// torch.library stand-in defined because the owner had not yet (PyTorch 2.x);
-/// the owner's own later definition of the same schema is then skipped
-/// (torch_hooks.cc) instead of failing as a duplicate.
-inline constexpr const char* kStandInDefinitionDebug =
-    "defined by manypy for a torch.library.Library of an interpreter other than the first";
-
 struct ShimConfig {
   int index = 0;                 ///< interpreter index in its pool; 0 makes global registrations
-  bool owns_registrations = true;  ///< may make process-global torch.library registrations
+  /// PyTorch 1.x: may make process-global torch.library registrations (2.x:
+  /// every interpreter registers its own Python kernels, python_kernels.h).
+  bool owns_registrations = true;
   std::string python_executable;   ///< used to compute sys.prefix (Debian's /usr/bin/python3)
   std::vector<std::string> extra_sys_path;
   std::vector<std::string> preload_modules;  ///< imported at boot, in order

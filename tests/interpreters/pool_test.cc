@@ -408,5 +408,33 @@ TEST(PoolTest, ImportingTorchvisionModelsDoesNotImportSympy) {
   }
 }
 
+// What the pool makes lazy (PoolOptions::lazy_modules, lazy_functions and,
+// on 1.x, torch._meta_registrations) must never change what a public API
+// computes: one call into each public submodule, in the second interpreter,
+// against Debian's python3 running the same script (2.x's torch.func failed
+// in interpreter 1 while torch._meta_registrations was lazy there).
+TEST(PoolTest, PublicTorchApisGiveInTheSecondInterpreterWhatPythonGives) {
+  const std::string script = std::string(MANYPY_TEST_DATA_DIR) + "/public_torch_apis.py";
+  std::ifstream in(script);
+  ASSERT_TRUE(in) << script;
+  std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string expected;
+  {
+    FILE* python = popen((std::string(MANYPY_TEST_PYTHON_EXECUTABLE) + " " + script).c_str(), "r");
+    ASSERT_NE(python, nullptr);
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof(buffer), python)) expected.append(buffer, n);
+    ASSERT_EQ(pclose(python), 0) << expected;
+  }
+  while (!expected.empty() && expected.back() == '\n') expected.pop_back();
+  ASSERT_EQ(expected.find("error: "), std::string::npos) << "fails in plain Python: " << expected;
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  auto s = pool->AcquireAt(1);
+  std::string got = s.DefineModule("public_torch_apis", source).Attr("results").Call().ToValue()
+                        .to_str();
+  EXPECT_EQ(got, expected);
+}
+
 }  // namespace
 }  // namespace manypy
