@@ -8,7 +8,8 @@ build() factory, a SIGNATURE dict (keyword arguments for
 manypy.package.export) and example_inputs(); the example is run once to
 check the declared signature (and more_example_inputs(), where a model has
 it, each run too). One archive per model, version 1, entry point
-kind "pickle", the model's module interned. An archive newer than its model
+kind "pickle", the model's module interned (a module with FACTORY = True:
+entry point kind "factory", the server calls its build()). An archive newer than its model
 module and the packaging tool is kept (prints "up to date"); --force
 rebuilds. Archives are written to a temporary file and renamed, and their
 bytes are deterministic, so reruns are idempotent. A model module with a
@@ -46,6 +47,7 @@ MODELS = (
     "char_lm",
     "detect_and_classify",
     "gru_stream",
+    "compiled_mlp",
 )
 
 
@@ -90,6 +92,10 @@ def package_model(name, out_dir, force=False, torchscript=False):
             module.build(), path, name=archive_name, version=1,
             example_inputs=module.example_inputs(), **signature)
     more = module.more_example_inputs() if hasattr(module, "more_example_inputs") else None
+    if getattr(module, "FACTORY", False):  # the server calls build() (torch.compile'd models)
+        return path, manypy.package.export_factory(
+            module.__file__, "build", path=path, name=name, version=1,
+            example_inputs=module.example_inputs(), more_example_inputs=more, **module.SIGNATURE)
     # A model that calls others (CALLS) cannot run outside the server: its
     # signature is declared, not found by running an example.
     example = None if hasattr(module, "CALLS") else module.example_inputs()

@@ -16,6 +16,7 @@
 
 #include "interpreters/pool.h"
 #include "server/core/python_services.h"
+#include "server/metrics/compile_metrics.h"
 #include "server/metrics/python_metrics.h"
 #include "interpreters/thread_policy.h"
 #include "server/allocator_info.h"
@@ -137,6 +138,7 @@ int main(int argc, char** argv) {
                            (options->interpreters > 0 ? " (--interpreters)" : " (one per CPU)") +
                            "; " + DescribeCpuLimit(cpu, cores));
   pool_options.cache_dir = options->cache_dir;
+  pool_options.compile_cache_dir = options->compile_cache_dir;
   auto pool = [&] {
     QuietLibraryWarnings quiet("interpreters started");
     return InterpreterPool::Create(pool_options);
@@ -170,6 +172,7 @@ int main(int argc, char** argv) {
     return Fail(ready.ToString());
   }
   PythonMetrics python_metrics(metrics ? metrics->registry() : nullptr);
+  CompileMetrics compile_metrics(metrics ? metrics->registry() : nullptr);
   ModelManager::Options model_options;
   model_options.repository = options->model_repository;
   model_options.explicit_control = options->explicit_model_control;

@@ -142,6 +142,7 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
       return InvalidArgument("--access-log needs a fraction in [0, 1], got '" + value + "'");
     }
   } else if (flag == "cache-dir") o->cache_dir = value;
+  else if (flag == "compile-cache-dir") o->compile_cache_dir = value;
   else if (flag == "auth-token-file") o->auth_token_file = value;
   else if (flag == "management-token-file") o->management_token_file = value;
   else if (flag == "tls-cert") o->tls_cert_file = value;
@@ -250,6 +251,9 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              internal address to keep it private
   --no-metrics               no metrics endpoint
   --cache-dir=DIR            where prepared interpreter libraries are cached
+  --compile-cache-dir=DIR    Inductor's cache for torch.compile'd models, shared by the
+                             interpreters and kept across restarts (default:
+                             $TORCHINDUCTOR_CACHE_DIR, else CACHE_DIR/inductor)
 
 Security (SECURITY.md):
   --auth-token-file=FILE     every call but the health probes (gRPC ServerLive,

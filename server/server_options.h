@@ -36,6 +36,7 @@ struct ServerOptions {
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 8002;  ///< GET /metrics; 0 picks a free port
   std::string cache_dir;
+  std::string compile_cache_dir;  ///< Inductor's cache (torch.compile); empty: the pool's default
   /// Bearer tokens (SECURITY.md): empty paths, none. The management token, when
   /// set, is the only one the repository API accepts.
   std::string auth_token_file;

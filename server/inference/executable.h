@@ -116,6 +116,10 @@ class Executable {
   /// Whether firing the hook stops a running call (Python can be interrupted;
   /// a TorchScript call cannot and runs to its end).
   virtual bool interruptible() const { return true; }
+  /// Whether the model is compiled by its first calls (torch.compile): its
+  /// warm-up then also runs a batch of 2, which compiles the batch
+  /// dimension dynamic. Known once Prepare has run.
+  virtual bool compiled() const { return false; }
   /// What the model holds, as measured by its Prepare calls so far. By
   /// default nothing is known (a fake in unit tests sets what it pretends).
   virtual MemoryFootprint Memory() const { return {}; }

@@ -4,9 +4,13 @@
 import collections.abc
 import functools
 import importlib
+import importlib.util
 import linecache
+import os
 import re
+import shutil
 import sys
+import sysconfig
 import weakref
 
 import torch
@@ -39,6 +43,11 @@ def check_extern_modules(importer, path):
             f"archive {path} needs {len(missing)} module(s) that this server's Python cannot "
             f"import: {'; '.join(missing)}. Install them where the server runs, or package "
             f"them into the archive (export(..., intern=[...]))")
+
+
+class CompileToolchainError(RuntimeError):
+    """A torch.compile'd model on a server that lacks what Inductor compiles
+    its kernels with. PythonModel::Load turns it into FAILED_PRECONDITION."""
 
 
 OPTIONAL_MODULES_RECORD = "manypy/optional_modules"
@@ -103,7 +112,12 @@ class SharedStorageReader:
 
 def _assign_state(model, state):
     """Makes the model's parameters and buffers the given (shared) tensors,
-    by name, instead of copying into them as load_state_dict would."""
+    by name, instead of copying into them as load_state_dict would. A
+    torch.compile'd model's (an OptimizedModule) are those of the module it
+    wraps, named as that module names them."""
+    original = getattr(model, "_orig_mod", None)
+    if isinstance(original, torch.nn.Module):
+        model = original
     own = dict(model.named_parameters())
     own.update(dict(model.named_buffers()))
     missing = sorted(set(own) - set(state))
@@ -265,6 +279,10 @@ def load(path, entry_point, storages, device="cpu", source=None, name=None):
     else:
         raise ValueError(f"unknown entry point kind {kind!r}")
     _hold_weakly_in_linecache(importer)
+    if _holds_compiled_module(model):
+        _check_compile_toolchain(name or path)
+        _track_recompiles()
+        _compiled.add(model)
     if isinstance(model, torch.nn.Module):
         model.eval()
         for parameter in model.parameters():
@@ -278,6 +296,98 @@ def load(path, entry_point, storages, device="cpu", source=None, name=None):
     except TypeError:  # an object that cannot be weakly referenced keeps "?"
         pass
     return model
+
+
+# torch.compile'd models (PyTorch 2.x): the models of this interpreter that
+# are, or hold, a module torch.compile made; and the recompilations Dynamo
+# made here, appended as they happen (_track_recompiles).
+_compiled = weakref.WeakSet()
+_recompiles = []
+
+
+def _holds_compiled_module(model):
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    if eval_frame is None or not hasattr(eval_frame, "OptimizedModule"):
+        return False  # nothing compiled in this interpreter yet (or lazy: never run)
+    if not isinstance(model, torch.nn.Module):
+        return False
+    return any(isinstance(m, eval_frame.OptimizedModule) for m in model.modules())
+
+
+def _check_compile_toolchain(name):
+    """Inductor compiles a compiled model's kernels (C++) at its first calls,
+    here at load: refuse the model now, naming what is missing, rather than
+    fail its warm-up deep inside Inductor."""
+    missing = []
+    compiler = os.environ.get("CXX") or "g++"
+    if shutil.which(compiler) is None:
+        missing.append(f"a C++ compiler ({compiler}: Debian's g++)")
+    if importlib.util.find_spec("setuptools") is None:
+        missing.append("setuptools (Debian's python3-setuptools; Inductor imports "
+                       "torch.utils.cpp_extension)")
+    include = sysconfig.get_paths()["include"]
+    if not os.path.exists(os.path.join(include, "Python.h")):
+        missing.append(f"the Python headers ({include}/Python.h: Debian's "
+                       f"libpython{sysconfig.get_python_version()}-dev)")
+    if missing:
+        raise CompileToolchainError(
+            f"model {name} is compiled with torch.compile, whose kernels Inductor compiles "
+            f"when the model loads, but this server lacks {'; '.join(missing)} "
+            f"(tools/debian-packages.txt installs them)")
+
+
+def _track_recompiles():
+    """Makes every recompilation in this interpreter append its reason to
+    _recompiles: Dynamo asks get_and_maybe_log_recompilation_reason for the
+    guards that failed whenever it compiles a frame again (torch 2.x's
+    torch/_dynamo/convert_frame.py)."""
+    convert_frame = importlib.import_module("torch._dynamo.convert_frame")
+    if getattr(convert_frame, "_manypy_tracks_recompiles", False):
+        return
+    reasons_of = convert_frame.get_and_maybe_log_recompilation_reason
+
+    def tracked(cache_entry, frame):
+        reasons = reasons_of(cache_entry, frame)
+        where = f"{frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_code.co_firstlineno})"
+        _recompiles.append(f"{where}: {reasons[-1] if reasons else 'no guard failure recorded'}")
+        return reasons
+
+    convert_frame.get_and_maybe_log_recompilation_reason = tracked
+    convert_frame._manypy_tracks_recompiles = True
+
+
+def is_compiled(model):
+    """Whether `model` is a torch.compile'd model (its warm-up compiles it)."""
+    try:
+        return model in _compiled
+    except TypeError:
+        return False
+
+
+def _report_recompiles(since):
+    """Tells the host about the recompilations since index `since`: counted
+    when they happened during a request (manypy_model_recompiles_total)."""
+    reasons = _recompiles[since:]
+    del _recompiles[since:]
+    try:
+        import _manypy
+    except ImportError:
+        return  # no host: the packager's load check runs this in plain Python
+    for reason in reasons:
+        try:
+            _manypy.call_host("compile.recompiled", {"model": "", "version": "", "reason": reason})
+        except _manypy.HostError:
+            pass  # a host without the service (the interpreter layer's tests)
+
+
+def _mark_batch_dynamic(inputs):
+    """The batch dimension of a compiled model's inputs is symbolic from the
+    first batch of 2 on: dynamic batching then reuses one graph for every
+    size (batch 1 has a graph of its own: Dynamo specialises sizes 0 and 1)."""
+    mark = torch._dynamo.maybe_mark_dynamic
+    for tensor in inputs:
+        if isinstance(tensor, torch.Tensor) and tensor.dim() > 0:
+            mark(tensor, 0)
 
 
 def _storage_of(tensor):
@@ -408,13 +518,19 @@ def _leave(api):
         api._end()
 
 
-def infer(model, method, output_names, device, inputs):
+def infer(model, method, output_names, device, batched, inputs):
     """Calls the model with the inputs in manifest order and returns the
-    outputs as a list in manifest order (on the CPU)."""
+    outputs as a list in manifest order (on the CPU). `batched`: the inputs'
+    first dimension is the batch."""
     global _running
     call = model if not method or method == "forward" else getattr(model, method)
     if device != "cpu":
         inputs = [_to(i, device) for i in inputs]
+    compiled = _compiled and is_compiled(model)
+    if compiled:
+        recompiled_before = len(_recompiles)
+        if batched:
+            _mark_batch_dynamic(inputs)
     _running = model
     api = _enter(model)
     try:
@@ -426,6 +542,8 @@ def infer(model, method, output_names, device, inputs):
     finally:
         _running = None
         _leave(api)
+        if compiled and len(_recompiles) > recompiled_before:
+            _report_recompiles(recompiled_before)
     outputs = _as_output_list(result, output_names)
     if device != "cpu":
         outputs = [_to(o, "cpu") for o in outputs]
@@ -442,7 +560,7 @@ class Stream:
     the first call to the stream's end (or close): the calls it submits
     (manypy.submit) may be waited for across its yields."""
 
-    def __init__(self, model, method, output_names, device, inputs):
+    def __init__(self, model, method, output_names, device, batched, inputs):
         global _running
         call = model if not method or method == "forward" else getattr(model, method)
         if device != "cpu":
@@ -505,6 +623,6 @@ class Stream:
             self._end()
 
 
-def start_stream(model, method, output_names, device, inputs):
+def start_stream(model, method, output_names, device, batched, inputs):
     """Calls a streaming model with the inputs in manifest order: its Stream."""
-    return Stream(model, method, output_names, device, inputs)
+    return Stream(model, method, output_names, device, batched, inputs)

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "interpreters/python_error.h"
+#include "interpreters/python_kernels.h"
 #include "interpreters/torch_version.h"
 #include "server/lifecycle/archive_traceback.h"
 #include "server/lifecycle/memory_release.h"
@@ -31,6 +32,7 @@ constexpr const char* kRuntimeModule = "manypy_model_runtime";
 constexpr size_t kArenaReserveBytes = 0;
 // model_runtime.py raises it when the server's Python lacks an extern module.
 constexpr const char* kMissingModulesError = "manypy_model_runtime.MissingModulesError";
+constexpr const char* kCompileToolchainError = "manypy_model_runtime.CompileToolchainError";
 
 Value EntryPointValue(const EntryPoint& e) {
   return Value::Dict({
@@ -138,11 +140,13 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
   });
   Value method(manifest.method);
   Value names = OutputNames(manifest);
+  Value batched(manifest.max_batch_size > 0);
   const char* run = manifest.streaming ? "start_stream" : "infer";
   ReplicatedObject runner = pool->Replicate([=](InterpreterSession& s) {
     Obj infer = s.DefineModule(kRuntimeModule, kModelRuntimeSource).Attr(run);
     return s.Global("functools", "partial").CallWith({infer, model.In(s), s.FromValue(method),
-                                                      s.FromValue(names), s.FromValue(device)});
+                                                      s.FromValue(names), s.FromValue(device),
+                                                      s.FromValue(batched)});
   });
   std::string heap_key = PythonHeapMeasurements::Key(archive_path, file);
   return std::unique_ptr<PythonModel>(new PythonModel(pool, std::move(archive), std::move(*storages),
@@ -151,6 +155,11 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
 }
 
 Status PythonModel::Prepare(size_t slot) {
+  // An operator this model defines from Python (torch.library, custom_op)
+  // that another model defined differently is refused naming both.
+  const Manifest& manifest = archive_->manifest();
+  ScopedOperatorDefiner definer("model '" + manifest.name + "' version " +
+                                std::to_string(manifest.version) + " (" + archive_->path() + ")");
   try {
     InterpreterSession session = pool_->AcquireAt(slot);
     // tracemalloc counts only this interpreter's Python allocator (each has
@@ -181,11 +190,18 @@ Status PythonModel::Prepare(size_t slot) {
                                .CallWith({model_.In(session), session.FromValue(StorageValues(*storages_))})
                                .ToValue()
                                .to_int();
+    if (session.DefineModule(kRuntimeModule, kModelRuntimeSource)
+            .Attr("is_compiled")
+            .CallWith({model_.In(session)})
+            .ToValue()
+            .to_bool()) {
+      compiled_ = true;
+    }
     std::lock_guard<std::mutex> lock(released_mu_);
     slot_bytes_[slot] = python_bytes + tensor_bytes;
     return Status::Ok();
   } catch (const PythonError& e) {
-    if (e.type() == kMissingModulesError) {
+    if (e.type() == kMissingModulesError || e.type() == kCompileToolchainError) {
       return FailedPrecondition("loading " + archive_->path() + " failed: " + e.message());
     }
     LogTraceback("loading " + archive_->path(), e);

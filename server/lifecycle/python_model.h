@@ -4,6 +4,7 @@
 // number of threads; each call leases one interpreter.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,6 +58,8 @@ class PythonModel final : public Executable {
   void Release(size_t slot) override;
 
   const Manifest& manifest() const { return archive_->manifest(); }
+  /// Whether the model is torch.compile'd (Executable::compiled).
+  bool compiled() const override { return compiled_.load(); }
 
   /// Runs the model once on interpreter `slot`, interruptible through `hook`.
   StatusOr<std::vector<Value>> Run(size_t slot, const std::vector<Value>& inputs,
@@ -118,6 +121,7 @@ class PythonModel final : public Executable {
   mutable std::mutex released_mu_;
   std::vector<bool> released_;  // guarded by released_mu_: per interpreter, by Release
   std::vector<int64_t> slot_bytes_;  // guarded by released_mu_: measured by Prepare
+  std::atomic<bool> compiled_{false};  // set by Prepare
 };
 
 }  // namespace manypy

@@ -16,11 +16,11 @@ Value NestedBytes(const std::vector<int64_t>& shape, size_t dim) {
 
 }  // namespace
 
-std::vector<Value> SignatureInputs(const Manifest& m) {
+std::vector<Value> SignatureInputs(const Manifest& m, int64_t batch) {
   std::vector<Value> inputs;
   for (const TensorSpec& spec : m.inputs) {
     std::vector<int64_t> shape;
-    if (m.max_batch_size > 0) shape.push_back(1);
+    if (m.max_batch_size > 0) shape.push_back(batch);
     for (int64_t d : spec.shape) shape.push_back(d < 0 ? 1 : d);
     c10::ScalarType type;
     if (TorchTypeFor(spec.datatype, &type)) {
@@ -36,7 +36,11 @@ Status WarmUp(Executable& model, const Manifest& m, size_t slot, int64_t runs) {
   if (runs <= 0) return Status::Ok();
   std::vector<Value> inputs = SignatureInputs(m);
   InterruptHook hook;  // nothing interrupts a warm-up
-  for (int64_t i = 0; i < runs; ++i) {
+  // A compiled model compiles here, not on a request: batch 1 (Dynamo
+  // specialises it), then 2, whose batch dimension the runtime marks dynamic.
+  int64_t batched_runs = model.compiled() && m.max_batch_size >= 2 && !m.streaming ? 1 : 0;
+  for (int64_t i = 0; i < runs + batched_runs; ++i) {
+    if (i == runs) inputs = SignatureInputs(m, 2);
     Status status;
     if (m.streaming) {
       // Its first response is the warm-up; the rest of the stream is not needed.

@@ -13,11 +13,12 @@
 namespace manypy {
 
 /// Inputs made from the signature: zeros of each input's datatype and shape
-/// (variable dimensions and the batch dimension 1), BYTES as b"manypy".
-std::vector<Value> SignatureInputs(const Manifest& manifest);
+/// (variable dimensions 1, the batch dimension `batch`), BYTES as b"manypy".
+std::vector<Value> SignatureInputs(const Manifest& manifest, int64_t batch = 1);
 
-/// Runs `runs` calls with SignatureInputs on interpreter `slot`. INTERNAL
-/// naming the model and the failure.
+/// Runs `runs` calls with SignatureInputs on interpreter `slot`, and for a
+/// compiled model (Executable::compiled) with batching one more with a batch
+/// of 2. INTERNAL naming the model and the failure.
 Status WarmUp(Executable& model, const Manifest& manifest, size_t slot, int64_t runs);
 
 }  // namespace manypy

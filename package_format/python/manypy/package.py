@@ -205,6 +205,7 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
     """
     if path is None:
         raise TypeError("export_factory() needs path, the archive to write")
+    _refuse_compile_before_torch2(module_file_or_name)
     module = import_model_module(module_file_or_name)
     module_name = _module_name(module)
     fn = getattr(module, factory, None)
@@ -502,11 +503,39 @@ def _load_weights(weights):
     return weights
 
 
+def _refuse_compile_before_torch2(module_file_or_name):
+    """A model module that calls torch.compile cannot be packaged (nor served)
+    with PyTorch 1.x, which has no torch.compile: say so, naming the version."""
+    if hasattr(torch, "compile"):
+        return
+    path = os.fspath(module_file_or_name)
+    if not path.endswith(".py"):
+        spec = importlib.util.find_spec(path)
+        path = spec.origin if spec is not None and spec.origin else ""
+    try:
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
+    except OSError:
+        return
+    if _source_scan.uses_torch_compile(source):
+        raise ValueError(
+            f"{module_file_or_name}: the model calls torch.compile, which PyTorch "
+            f"{torch.__version__} does not have: compiled models need PyTorch 2.x "
+            f"(Debian 13's python3-torch 2.6); package and serve it there")
+
+
+def _compiled_original(model):
+    """The module a torch.compile'd model (OptimizedModule) wraps, which owns
+    the parameters under their own names; else the model."""
+    original = getattr(model, "_orig_mod", None)
+    return original if isinstance(original, torch.nn.Module) else model
+
+
 def _load_state_dict(model, state_dict):
     if not isinstance(model, torch.nn.Module):
         raise ValueError("weights: the factory must return a torch.nn.Module to take weights")
     try:
-        model.load_state_dict(state_dict, strict=True)
+        _compiled_original(model).load_state_dict(state_dict, strict=True)
     except RuntimeError as e:
         raise ValueError(f"weights: do not fit the model built by the factory: {e}") from e
 

@@ -141,7 +141,8 @@ def infer(model, manifest, inputs, device=None):
     streaming model, its first response (then the stream is closed)."""
     runtime = import_runtime()
     args = (model, manifest.get("method", "forward"), [o["name"] for o in manifest["outputs"]],
-            device or manifest.get("device", "cpu"), list(inputs))
+            device or manifest.get("device", "cpu"), manifest.get("max_batch_size", 0) > 0,
+            list(inputs))
     if not manifest.get("streaming"):
         return runtime.infer(*args)
     stream = runtime.start_stream(*args)
@@ -149,6 +150,16 @@ def infer(model, manifest, inputs, device=None):
         return stream.next()
     finally:
         stream.close()
+
+
+def warmup(model, manifest, device=None):
+    """The server's warm-up (warmup.cc WarmUp, one run): a call on
+    warmup_inputs, and for a torch.compile'd model that batches a second
+    with a batch of 2, which compiles its batch dimension dynamic."""
+    infer(model, manifest, warmup_inputs(manifest), device)
+    if (import_runtime().is_compiled(model) and manifest.get("max_batch_size", 0) >= 2 and
+            not manifest.get("streaming")):
+        infer(model, manifest, warmup_inputs(manifest, 2), device)
 
 
 def serving_stand_in():
@@ -166,7 +177,7 @@ def serving_stand_in():
 
 
 # The server's warm-up inputs (server/lifecycle/warmup.cc SignatureInputs):
-# zeros, variable dimensions and the batch dimension 1, BYTES b"manypy",
+# zeros, variable dimensions 1 and the batch dimension `batch`, BYTES b"manypy",
 # unsigned types widened as torch 1.13 has no uint16/32/64
 # (server/inference/datatypes.cc).
 _WARMUP_DTYPES = {
@@ -177,11 +188,11 @@ _WARMUP_DTYPES = {
 }
 
 
-def warmup_inputs(manifest):
+def warmup_inputs(manifest, batch=1):
     """The inputs the server warms a freshly loaded model up with."""
     inputs = []
     for spec in manifest["inputs"]:
-        shape = ([1] if manifest.get("max_batch_size", 0) > 0 else []) + \
+        shape = ([batch] if manifest.get("max_batch_size", 0) > 0 else []) + \
             [1 if d < 0 else d for d in spec["shape"]]
         if spec["datatype"] == "BYTES":
             value = b"manypy"

@@ -8,7 +8,9 @@ it imports, each interned module with its source):
   (server/lifecycle/model_runtime.py reads the list from
   manypy/optional_modules);
 - file_uses: where interned code uses `__file__`, which inside an archive
-  names no file on disk (for the load check's hint and a warning).
+  names no file on disk (for the load check's hint and a warning);
+- uses_torch_compile: whether a module's source calls torch.compile (a
+  compiled model, which PyTorch 1.x cannot package).
 
 Plain Python (ast); no torch.
 """
@@ -131,3 +133,20 @@ def file_uses(graph):
                         if isinstance(n, ast.Name) and n.id == "__file__"})
         uses += [(file, line) for line in lines]
     return sorted(uses)
+
+
+def uses_torch_compile(source):
+    """Whether `source` names torch.compile (`torch.compile(...)`, or
+    `from torch import compile`)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr == "compile" and
+                isinstance(node.value, ast.Name) and node.value.id == "torch"):
+            return True
+        if (isinstance(node, ast.ImportFrom) and node.module == "torch" and
+                any(alias.name == "compile" for alias in node.names)):
+            return True
+    return False

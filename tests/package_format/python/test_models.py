@@ -132,6 +132,16 @@ class ExampleModelsTest(unittest.TestCase):
         self.assertEqual(tuple(result.shape), (5, 64))
         self.assertTrue(bool((result >= 0).all()))  # the last layer is a ReLU
 
+    def test_compiled_mlp(self):
+        why = make_repository.unsupported("compiled_mlp")
+        if why:
+            self.skipTest(why)  # PyTorch 1.x: no torch.compile
+        model, args, result = self.check_model("compiled_mlp", 3)
+        # Compiled (Inductor), it computes what the module it wraps computes eagerly.
+        self.assertIsInstance(model, torch._dynamo.eval_frame.OptimizedModule)
+        with torch.inference_mode():
+            self.assertTrue(torch.allclose(result, model._orig_mod(*args), atol=1e-5))
+
     def test_tiny_decoder(self):
         module = make_repository.load("tiny_decoder")
         why = module.supported()

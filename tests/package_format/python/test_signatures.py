@@ -34,7 +34,7 @@ _spec.loader.exec_module(runtime)
 def serve(model, manifest, *args):
     """The server's call path (model_runtime.infer) for a manifest."""
     return runtime.infer(model, manifest.get("method"), [o["name"] for o in manifest["outputs"]],
-                         "cpu", list(args))
+                         "cpu", manifest.get("max_batch_size", 0) > 0, list(args))
 
 
 class TempDirTest(unittest.TestCase):

@@ -1,0 +1,207 @@
+"""torch.compile'd models served by manypy-server with 2 interpreters
+(PyTorch 2.x): packaged with the factory entry point, compiled by the warm-up
+(never by a request of any batch size), served with eager's results, a
+recompilation while serving counted on /metrics per model and logged once
+with its reason, Inductor's cache shared and kept in --compile-cache-dir;
+and a server that lacks the compiler refuses the model at load naming it.
+On PyTorch 1.x the packager refuses such a model, naming the version.
+
+    ctest -R compiled_serving_test
+"""
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import unittest
+import urllib.request
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [os.path.join(REPO, "package_format", "python"),
+                os.path.join(REPO, "clients", "python")]
+
+import manypy.package  # noqa: E402
+from manypy.client import InferenceClient  # noqa: E402
+
+SERVER = os.environ.get("MANYPY_SERVER_BINARY", os.path.join(REPO, "build", "bin", "manypy-server"))
+
+# A model whose last input dimension is variable (-1): its warm-up compiles
+# length 1 (the signature's), batch 1 and a dynamic batch; a request with
+# another length makes Dynamo compile again.
+MODEL_SOURCE = textwrap.dedent('''
+    import torch
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.tensor([1.5, -2.0, 0.5]))
+
+        def forward(self, x):
+            return torch.relu(x.sum(dim=-1, keepdim=True) * self.weight) + 1
+
+    def build():
+        return torch.compile(Scale().eval())
+''')
+
+
+def reference(x):
+    weight = np.array([1.5, -2.0, 0.5], dtype=np.float32)
+    return np.maximum(x.sum(axis=-1, keepdims=True) * weight, 0) + 1
+
+
+class Server:
+    def __init__(self, repository, cache, env=None):
+        self.log = tempfile.NamedTemporaryFile(suffix=".log", delete=False)
+        args = [SERVER, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0",
+                "--metrics-address=127.0.0.1", "--metrics-port=0", "--interpreters=2",
+                f"--compile-cache-dir={cache}", f"--model-repository={repository}"]
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log,
+                                        env=dict(os.environ, **(env or {})))
+        text = b""
+        deadline = time.monotonic() + 300
+        while b"listening on 127.0.0.1:" not in text or not text.endswith(b"\n"):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.stop()
+                raise RuntimeError("manypy-server did not start: " + text.decode(errors="replace") +
+                                   self.stderr())
+            if select.select([self.process.stdout], [], [], 0.2)[0]:
+                text += os.read(self.process.stdout.fileno(), 4096)
+        self.ready_seconds = time.monotonic() - self.started
+        out = text.decode()
+        self.grpc = re.search(r"manypy-server: listening on ([\d.]+:\d+),", out).group(1)
+        self.metrics = re.search(r"metrics listening on http://([\d.]+:\d+)/metrics", out).group(1)
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        while os.read(self.process.stdout.fileno(), 4096):
+            pass
+
+    def stderr(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def metric(self, name, model):
+        text = urllib.request.urlopen(f"http://{self.metrics}/metrics", timeout=10).read().decode()
+        for line in text.splitlines():
+            if line.startswith(name + "{") and f'model="{model}"' in line:
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@unittest.skipIf(not hasattr(torch, "compile"), f"torch.compile is PyTorch 2.x's ({torch.__version__})")
+class CompiledServingTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.repository = os.path.join(cls.tmp.name, "repository")
+        cls.cache = os.path.join(cls.tmp.name, "inductor")
+        os.makedirs(cls.repository)
+        module = os.path.join(cls.tmp.name, "compiled_scale.py")
+        with open(module, "w") as f:
+            f.write(MODEL_SOURCE)
+        manypy.package.export_factory(
+            module, "build", path=os.path.join(cls.repository, "compiled_scale.mpk"),
+            example_inputs=(torch.ones(2, 1),), more_example_inputs=[(torch.ones(2, 3),)],
+            max_batch_size=8, batching={"dynamic": True, "max_queue_delay_microseconds": 20000})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_compiled_at_load_served_at_every_batch_size_recompiles_counted(self):
+        server = Server(self.repository, self.cache)
+        try:
+            client = InferenceClient(server.grpc)
+            self.assertTrue(client.is_model_ready("compiled_scale"))
+            # Batches of 1 to 8 rows (dynamic batching joins concurrent requests).
+            rng = np.random.default_rng(0)
+            requests = [rng.standard_normal((rows, 1)).astype(np.float32)
+                        for rows in (1, 2, 3, 1, 4, 2, 1, 1)]
+            answers = [None] * len(requests)
+
+            def send(i):
+                answers[i] = client.infer("compiled_scale", {"INPUT__0": requests[i]}) \
+                    .as_numpy("OUTPUT__0")
+
+            threads = [threading.Thread(target=send, args=(i,)) for i in range(len(requests))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for x, y in zip(requests, answers):
+                np.testing.assert_allclose(y, reference(x), rtol=1e-5, atol=1e-5)
+            for rows in range(1, 9):
+                x = rng.standard_normal((rows, 1)).astype(np.float32)
+                y = client.infer("compiled_scale", {"INPUT__0": x}).as_numpy("OUTPUT__0")
+                np.testing.assert_allclose(y, reference(x), rtol=1e-5, atol=1e-5)
+            # The warm-up compiled batch 1 and a dynamic batch: no request recompiled.
+            self.assertEqual(server.metric("manypy_model_recompiles_total", "compiled_scale"), 0)
+
+            # A length the warm-up never saw: compiled again, on the request.
+            for length in (7, 7):
+                x = rng.standard_normal((2, length)).astype(np.float32)
+                y = client.infer("compiled_scale", {"INPUT__0": x}).as_numpy("OUTPUT__0")
+                np.testing.assert_allclose(y, reference(x), rtol=1e-5, atol=1e-5)
+            recompiles = server.metric("manypy_model_recompiles_total", "compiled_scale")
+            self.assertGreaterEqual(recompiles, 1)
+            self.assertLessEqual(recompiles, 2)  # once per interpreter at most
+            client.close()
+        finally:
+            server.stop()
+        log = server.stderr()
+        lines = [line for line in log.splitlines() if "was compiled again while serving" in line]
+        self.assertEqual(len(lines), 1, log[-3000:])
+        self.assertIn("compiled_scale", lines[0])
+        self.assertIn("forward", lines[0])  # the frame that recompiled, with its guard failure
+        # Inductor's cache is the one the operator named, and it is filled.
+        self.assertTrue(os.path.isdir(os.path.join(self.cache, "fxgraph")), os.listdir(self.cache))
+
+    def test_a_server_without_the_compiler_refuses_the_model_naming_it(self):
+        server = Server(self.repository, self.cache, env={"CXX": "/nonexistent/manypy-test-c++"})
+        try:
+            client = InferenceClient(server.grpc)
+            self.assertFalse(client.is_model_ready("compiled_scale"))
+            index = {m["name"]: m for m in client.repository_index()}
+            reason = index["compiled_scale"].get("reason", "")
+            self.assertIn("a C++ compiler (/nonexistent/manypy-test-c++", reason)
+            self.assertIn("torch.compile", reason)
+            client.close()
+        finally:
+            server.stop()
+
+
+@unittest.skipIf(hasattr(torch, "compile"), "PyTorch 2.x packages compiled models")
+class CompiledPackagingOnTorch1Test(unittest.TestCase):
+    def test_the_packager_refuses_naming_the_version(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            module = os.path.join(tmp, "compiled_scale.py")
+            with open(module, "w") as f:
+                f.write(MODEL_SOURCE)
+            with self.assertRaises(ValueError) as refused:
+                manypy.package.export_factory(module, "build", path=os.path.join(tmp, "m.mpk"),
+                                              example_inputs=(torch.ones(2, 1),), max_batch_size=8)
+            self.assertIn("torch.compile", str(refused.exception))
+            self.assertIn(torch.__version__, str(refused.exception))
+            self.assertIn("PyTorch 2.x", str(refused.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
