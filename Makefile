@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-many-models bench-extensions soak clean
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-many-models bench-extensions bench-compile soak clean
 
 all: build
 
@@ -110,6 +110,13 @@ bench: models
 	  --small-archive $(BUILD)/model-repository/mlp_loop.mpk \
 	  --repository $(BUILD)/model-repository --out bench-results/memory.json
 	/usr/bin/python3 tests/bench/bench_report.py --results bench-results
+
+# torch.compile'd models (PyTorch 2.x; in the Debian 13 root: tools/debian13.sh run make
+# bench-compile BUILD=build-debian13) beside the same models eager, at the model call
+# (2 interpreters) and served over gRPC; time to READY with 1 and 2 interpreters and warm.
+bench-compile: build
+	mkdir -p bench-results
+	/usr/bin/python3 tests/bench/bench_compile.py --build $(BUILD) --out bench-results/compile.json
 
 # One server, fixed-rate mixed gRPC/HTTP traffic and a reload of every model each
 # window for MINUTES (default 10): no errors, RSS growth < 5%, p99 stable.

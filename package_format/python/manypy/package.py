@@ -508,10 +508,16 @@ def _refuse_compile_before_torch2(module_file_or_name):
     with PyTorch 1.x, which has no torch.compile: say so, naming the version."""
     if hasattr(torch, "compile"):
         return
-    path = os.fspath(module_file_or_name)
-    if not path.endswith(".py"):
-        spec = importlib.util.find_spec(path)
-        path = spec.origin if spec is not None and spec.origin else ""
+    if isinstance(module_file_or_name, types.ModuleType):
+        path = getattr(module_file_or_name, "__file__", None) or ""
+    else:
+        path = os.fspath(module_file_or_name)
+        if not path.endswith(".py"):
+            try:
+                spec = importlib.util.find_spec(path)
+            except (ImportError, ValueError):
+                spec = None
+            path = spec.origin if spec is not None and spec.origin else ""
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()
