@@ -1,8 +1,8 @@
 """Archives for the ``torch_aoti`` platform: the model captured by
 ``torch.export`` with its batch dimension dynamic, compiled ahead of time by
 AOTInductor into a shared object (``torch._inductor.aoti_compile_and_package``
-writes it as a ``.pt2`` package), and run by the server's libtorch
-(``torch::inductor::AOTIModelPackageLoader``) from C++ threads: no
+writes it as a ``.pt2`` package), and run by the server's libtorch (its
+AOTInductor runtime, server/lifecycle/aoti_model.h) from C++ threads: no
 interpreter, no GIL, no Python at serving time.
 
     import manypy.package
@@ -38,14 +38,22 @@ MIN_TORCH = (2, 6)
 #   them (batch norm into convolutions, transposes, dtype casts) and can
 #   prepack them; without it the weights stay inputs of every call, and
 #   resnet18 ran at 0.6x eager (issue 41), with it 1.6x.
+#   Inductor freezes only when gradients are off (compile_fx.py: "if
+#   config.freezing and not torch.is_grad_enabled()"), so compile_package
+#   compiles under torch.no_grad().
 # - cpp.weight_prepack (on by default; written so the choice is visible):
 #   under freezing, convolution and linear weights are packed once at compile
 #   time into oneDNN's (mkldnn) blocked layout, so each call skips reordering
 #   them.
-# Left as they are: max_autotune (benchmarks GEMM templates while compiling:
-# minutes per model on 2 cores), cpp.threads (-1: the intra-op thread count of
-# the process that runs the model, i.e. the server's setting).
-INDUCTOR_CONFIGS = {"freezing": True, "cpp.weight_prepack": True}
+# - cpp.dynamic_threads: the compiled kernels' OpenMP regions take the thread
+#   count of the calling thread at run time (the server's intra-op setting)
+#   instead of `num_threads(N)` fixed to the packaging machine's
+#   torch.get_num_threads(): a server running two models' calls at once on 2
+#   cores would otherwise run 2 x N threads. Inductor notes a slight cost for a
+#   single thread.
+# Left as it is: max_autotune (benchmarks GEMM templates while compiling:
+# minutes per model on 2 cores).
+INDUCTOR_CONFIGS = {"freezing": True, "cpp.weight_prepack": True, "cpp.dynamic_threads": True}
 
 # How far the compiled model's outputs may be from eager PyTorch's (floating
 # point only; everything else must be equal). Compiled kernels fuse and
@@ -208,8 +216,9 @@ def _merge_exported(specs, shapes, field):
 def compile_package(exported, pt2_path, inductor_configs=None):
     """Compiles `exported` with AOTInductor into the .pt2 package `pt2_path`."""
     configs = dict(INDUCTOR_CONFIGS, **(inductor_configs or {}))
-    torch._inductor.aoti_compile_and_package(exported, package_path=pt2_path,
-                                             inductor_configs=configs)
+    with torch.no_grad():  # Inductor freezes only without gradients
+        torch._inductor.aoti_compile_and_package(exported, package_path=pt2_path,
+                                                 inductor_configs=configs)
 
 
 def export(model, path, name=None, version=1, inputs=None, outputs=None, example_inputs=None,
@@ -313,7 +322,7 @@ def _read_pt2(path, manifest, folder):
 
 class Loaded:
     """An archive's compiled model as the server runs it: AOTIModelPackageLoader
-    (Python's binding of the C++ class the server uses), called with the flat
+    (the same shared object in the same AOTInductor runtime), called with the flat
     list of input tensors in manifest order, answering the flat list of
     outputs in manifest order."""
 

@@ -16,7 +16,7 @@ TORCHSCRIPT_PLATFORM = "torchscript"  # a TorchScript module run by libtorch fro
 # Where a TorchScript archive keeps its module (torch.jit.save's bytes).
 TORCHSCRIPT_PACKAGE, TORCHSCRIPT_RESOURCE = "model", "model.pt"
 # An AOTInductor package (torch._inductor.aoti_compile_and_package's .pt2, a
-# compiled shared object) run by libtorch's AOTIModelPackageLoader from C++.
+# compiled shared object) run by libtorch's AOTInductor runtime from C++.
 AOTI_PLATFORM = "torch_aoti"
 AOTI_PACKAGE, AOTI_RESOURCE = "model", "model.pt2"
 PLATFORMS = (PLATFORM, TORCHSCRIPT_PLATFORM, AOTI_PLATFORM)
