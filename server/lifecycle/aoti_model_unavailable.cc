@@ -14,7 +14,8 @@ bool AotiModel::Available() { return false; }
 AotiModel::AotiModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 AotiModel::~AotiModel() = default;
 
-StatusOr<std::unique_ptr<AotiModel>> AotiModel::Load(std::unique_ptr<PackageArchive> archive) {
+StatusOr<std::unique_ptr<AotiModel>> AotiModel::Load(std::unique_ptr<PackageArchive> archive,
+                                                     size_t /*concurrent_calls*/) {
   const Manifest& m = archive->manifest();
   const std::string compiled = m.packaged_with.torch.empty() ? "an unrecorded version"
                                                              : m.packaged_with.torch;
@@ -30,8 +31,6 @@ const Manifest& AotiModel::manifest() const {
   static const Manifest none;
   return none;
 }
-
-size_t AotiModel::loaders() const { return 0; }
 
 StatusOr<std::vector<Value>> AotiModel::Run(size_t, const std::vector<Value>&, InterruptHook*) {
   return FailedPrecondition("the torch_aoti platform is not built in this server");

@@ -12,7 +12,8 @@ StatusOr<std::shared_ptr<Executable>> LoadArchive(InterpreterPool* pool, const s
   if (!archive.ok()) return archive.status();
   *manifest = (*archive)->manifest();
   if (manifest->platform == kAotiPlatform) {
-    auto loaded = AotiModel::Load(std::move(*archive));
+    // One model of its container per slot: as many calls as the server runs at once.
+    auto loaded = AotiModel::Load(std::move(*archive), pool != nullptr ? pool->size() : 1);
     if (!loaded.ok()) return loaded.status();
     return std::shared_ptr<Executable>(std::move(*loaded));
   }

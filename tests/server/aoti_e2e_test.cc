@@ -110,7 +110,7 @@ TEST_F(ServerTest, AotiPackageTheLoaderCannotReadIsRefusedAtLoad) {
   StartServer({"--model-control-mode=explicit", kRefused});
   grpc::Status s = LoadModel("not_a_package");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
-  EXPECT_NE(s.error_message().find("the AOTInductor package does not load"), std::string::npos)
+  EXPECT_NE(s.error_message().find("the AOTInductor package is not a zip"), std::string::npos)
       << s.error_message();
 }
 

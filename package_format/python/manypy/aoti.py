@@ -135,6 +135,8 @@ def export_program(model, args, inputs, max_batch_size, method=None):
     per_input = _dynamic_dims(inputs, max_batch_size)
     traced = tuple(_widened(a, sorted(d)) for a, d in zip(args, per_input))
     dynamic = tuple(d or None for d in per_input)
+    if target is not model:  # _Method.forward(*args): export binds them as one "args"
+        dynamic = {"args": dynamic}
     try:
         return torch.export.export(target, traced, dynamic_shapes=dynamic)
     except Exception as e:  # export raises many unrelated types (UserError, Unsupported, ...)

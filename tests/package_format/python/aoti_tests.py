@@ -152,6 +152,23 @@ class AotiArchiveTest(unittest.TestCase):
                      example_inputs=(torch.ones(1, 2),))
 
     @NEEDS_2_6
+    def test_a_method_other_than_forward_is_what_is_compiled(self):
+        class TwoWays(torch.nn.Module):
+            def forward(self, x, y):
+                return x - y
+
+            def predict(self, x, y):
+                return x * y + 1
+
+        x, y = torch.randn(1, 3), torch.randn(1, 3)
+        manifest = P.export(TwoWays(), self.path("m.mpk"), format="aoti", method="predict",
+                            example_inputs=(x, y), max_batch_size=4)
+        self.assertNotIn("method", manifest)  # the package is the method: nothing to name
+        loaded, _ = A.load(self.path("m.mpk"))
+        xb, yb = torch.randn(3, 3), torch.randn(3, 3)
+        self.assertTrue(torch.allclose(loaded(xb, yb)[0], xb * yb + 1))
+
+    @NEEDS_2_6
     def test_load_check_refuses_a_package_that_answers_otherwise(self):
         # Inductor's own fault injection: its compiled relu is made wrong.
         model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()

@@ -1,7 +1,8 @@
 // AotiModel (platform torch_aoti) on the test repository's double_sum_aoti, an
 // AOTInductor archive compiled by make_server_test_models.py: loaded as the
-// model manager loads it (LoadArchive, no interpreter pool), called at every
-// batch size its batch dimension was compiled for and from concurrent threads.
+// model manager loads it (LoadArchive, no interpreter pool: one model in its
+// container), called at every batch size its batch dimension was compiled for
+// and from concurrent threads; ReadAotiPackage on its .pt2.
 // Built only where libtorch has AOTInductor's package loader (PyTorch >= 2.6).
 #include "server/lifecycle/aoti_model.h"
 
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <thread>
 
+#include "server/lifecycle/aoti_package.h"
 #include "server/lifecycle/archive_loader.h"
 
 namespace manypy {
@@ -57,27 +59,44 @@ TEST(AotiModelTest, AnInputLaidOutOtherwiseIsMadeContiguousFirst) {
   EXPECT_TRUE(AnswersAsEager(*model, transposed));
 }
 
-TEST(AotiModelTest, ConcurrentCallsEachRunOnARunnerOfTheirOwn) {
-  auto model = LoadDoubleSum();
-  ASSERT_NE(model, nullptr);
-  auto* aoti = dynamic_cast<AotiModel*>(model.get());
-  ASSERT_NE(aoti, nullptr);
-  EXPECT_EQ(aoti->loaders(), 1u);  // the one Load made
-  constexpr int kThreads = 4;
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 50; ++i) {
-        if (!AnswersAsEager(*model, torch::randn({1 + (t * 50 + i) % 16, 3}))) ++failures;
-      }
-    });
+// 4 threads x 50 calls of every batch size, on containers of 4 models (one
+// per thread) and of 1 (each call waits for the one model): every answer its own.
+TEST(AotiModelTest, ConcurrentCallsAnswerAsEagerWithAModelEachOrWaitingForOne) {
+  for (size_t models : {4u, 1u}) {
+    auto archive = PackageArchive::Open(kArchive);
+    ASSERT_TRUE(archive.ok()) << archive.status().ToString();
+    auto model = AotiModel::Load(std::move(*archive), models);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    constexpr int kThreads = 4;
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 50; ++i) {
+          if (!AnswersAsEager(**model, torch::randn({1 + (t * 50 + i) % 16, 3}))) ++failures;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0) << models << " model(s)";
   }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(failures.load(), 0);
-  // One runner per call that found the others busy, never more than ran at once.
-  EXPECT_GE(aoti->loaders(), 1u);
-  EXPECT_LE(aoti->loaders(), static_cast<size_t>(kThreads));
+}
+
+TEST(AotiModelTest, ThePackageGivesItsSharedObjectAndDevice) {
+  auto archive = PackageArchive::Open(kArchive);
+  ASSERT_TRUE(archive.ok()) << archive.status().ToString();
+  auto bytes = (*archive)->ReadEntry("model/model.pt2");
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto package = ReadAotiPackage(*bytes, "p.mpk");
+  ASSERT_TRUE(package.ok()) << package.status().ToString();
+  EXPECT_EQ(package->device, "cpu");
+  EXPECT_EQ(package->so_name.substr(package->so_name.size() - 3), ".so");
+  EXPECT_EQ(package->shared_object.substr(0, 4), "\x7f" "ELF");
+  auto bad = ReadAotiPackage("not a zip", "p.mpk");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("p.mpk: the AOTInductor package is not a zip"),
+            std::string::npos)
+      << bad.status().message();
 }
 
 TEST(AotiModelTest, AnArchiveFromAnotherReleaseIsRefusedNamingBoth) {
@@ -93,7 +112,7 @@ TEST(AotiModelTest, AnArchiveFromAnotherReleaseIsRefusedNamingBoth) {
                                     "/aoti_refused/not_a_package.mpk", &manifest);
   ASSERT_FALSE(loaded.ok());
   EXPECT_EQ(loaded.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(loaded.status().message().find("the AOTInductor package does not load"),
+  EXPECT_NE(loaded.status().message().find("the AOTInductor package is not a zip"),
             std::string::npos)
       << loaded.status().message();
 }
