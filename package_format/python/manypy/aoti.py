@@ -76,8 +76,8 @@ def torch_problem(version=None):
     if m and (int(m.group(1)), int(m.group(2))) >= MIN_TORCH:
         return None
     return (f"format 'aoti' needs PyTorch {MIN_TORCH[0]}.{MIN_TORCH[1]} or newer "
-            f"(torch.export and AOTInductor's .pt2 packages, which the server runs with "
-            f"AOTIModelPackageLoader); this Python has PyTorch {version}")
+            f"(torch.export and AOTInductor's .pt2 packages, which the server runs in "
+            f"libtorch's AOTInductor runtime); this Python has PyTorch {version}")
 
 
 def _check_torch():

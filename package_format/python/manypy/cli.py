@@ -157,8 +157,9 @@ def cmd_create(args):
         pass  # compiled and run here; the server runs it with libtorch, no Python loader
     elif args.format == "aoti" and args.load_check:
         from . import aoti
-        print(f"load check: the .pt2 loads with AOTIModelPackageLoader as the server's libtorch "
-              f"loads it; the example (and a batch of --max-batch-size) match the eager "
+        print(f"load check: the .pt2 loads with AOTIModelPackageLoader (the AOTInductor runtime "
+              f"the server's libtorch runs it in); the example (and a batch of --max-batch-size) "
+              f"match the eager "
               f"model's outputs (floating point within rtol {aoti.RTOL:g}, atol {aoti.ATOL:g})")
     elif args.load_check:
         from . import load_check
@@ -324,7 +325,7 @@ def _validate_load(path):
         if manifest["platform"] == _manifest.AOTI_PLATFORM:
             from . import aoti
             loaded = [aoti.Loaded(path, manifest).run(example)]
-            how = "AOTIModelPackageLoader, as the server's libtorch"
+            how = "AOTIModelPackageLoader, in the server's AOTInductor runtime"
         elif manifest["platform"] == _manifest.TORCHSCRIPT_PLATFORM:
             module = package.load_torchscript(path, manifest)
             import torch
