@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-many-models bench-extensions bench-compile soak clean
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-aoti bench-many-models bench-extensions bench-compile soak clean
 
 all: build
 
@@ -84,6 +84,12 @@ bench-overhead: models
 
 # 100 generated models (~8 MB each) on one on-demand server under a budget of ~20,
 # Zipf traffic (s=1.1) at concurrency 8 over gRPC, vs one loaded model and one process per model.
+# AOTInductor archives beside Python and TorchScript at the model call, and
+# served (tests/bench/bench_aoti.py); on PyTorch < 2.6 it says it is skipped.
+bench-aoti: build
+	mkdir -p bench-results
+	/usr/bin/python3 tests/bench/bench_aoti.py --build $(BUILD) --out bench-results/aoti.json
+
 bench-many-models: build
 	mkdir -p bench-results
 	/usr/bin/python3 tests/bench/bench_many_models.py --build $(BUILD) --out bench-results/many_models.json

@@ -14,7 +14,10 @@ module and the packaging tool is kept (prints "up to date"); --force
 rebuilds. Archives are written to a temporary file and renamed, and their
 bytes are deterministic, so reruns are idempotent. A model module with a
 supported() function that returns a reason (tiny_decoder on PyTorch < 2.4)
-is skipped, and the reason printed.
+is skipped, and the reason printed. A model module with AOTI = True is
+also compiled ahead of time by AOTInductor into DIR/<name>_aoti.mpk
+(platform torch_aoti) where PyTorch >= 2.6; elsewhere that archive is
+skipped with the reason printed.
 """
 import argparse
 import importlib
@@ -72,15 +75,16 @@ def _inputs_mtime(module):
     return max(os.path.getmtime(f) for f in files)
 
 
-def package_model(name, out_dir, force=False, torchscript=False):
+def package_model(name, out_dir, force=False, torchscript=False, aoti=False):
     """Writes out_dir/<name>.mpk (with torchscript: out_dir/<name>_ts.mpk, the
-    model compiled with torch.jit.script for platform torchscript); returns
-    (path, manifest or None if it was up to date)."""
+    model compiled with torch.jit.script for platform torchscript; with aoti:
+    out_dir/<name>_aoti.mpk, compiled by AOTInductor for platform torch_aoti);
+    returns (path, manifest or None if it was up to date)."""
     _setup_path()
     import manypy.package
 
     module = load(name)
-    archive_name = f"{name}_ts" if torchscript else name
+    archive_name = f"{name}_ts" if torchscript else f"{name}_aoti" if aoti else name
     path = os.path.join(out_dir, f"{archive_name}.mpk")
     if not force and os.path.exists(path) and os.path.getmtime(path) >= _inputs_mtime(module):
         return path, None
@@ -90,6 +94,12 @@ def package_model(name, out_dir, force=False, torchscript=False):
                          " (TorchScript)")
         return path, manypy.torchscript.export(
             module.build(), path, name=archive_name, version=1,
+            example_inputs=module.example_inputs(), **signature)
+    if aoti:
+        signature = dict(module.SIGNATURE, description=module.SIGNATURE.get("description", "") +
+                         " (AOTInductor)")
+        return path, manypy.package.export(
+            module.build(), path, name=archive_name, version=1, format="aoti",
             example_inputs=module.example_inputs(), **signature)
     more = module.more_example_inputs() if hasattr(module, "more_example_inputs") else None
     if getattr(module, "FACTORY", False):  # the server calls build() (torch.compile'd models)
@@ -106,6 +116,21 @@ def package_model(name, out_dir, force=False, torchscript=False):
             module.build(), path, name=name, version=1, example_inputs=example,
             more_example_inputs=more, modules=[module], **module.SIGNATURE)
     return path, manifest
+
+
+def package_aoti(name, out_dir, force):
+    """Writes out_dir/<name>_aoti.mpk, or says why this PyTorch cannot."""
+    _setup_path()
+    import manypy.aoti
+    why = manypy.aoti.torch_problem()
+    if why:
+        print(f"{name + '_aoti':<20} skipped: {why}", flush=True)
+        return
+    t0 = time.monotonic()
+    path, manifest = package_model(name, out_dir, force, aoti=True)
+    state = "up to date" if manifest is None else f"{time.monotonic() - t0:.1f} s"
+    print(f"{name + '_aoti':<20} {os.path.getsize(path) / 1e6:9.2f} MB  {path}  ({state})",
+          flush=True)
 
 
 def unsupported(name):
@@ -137,6 +162,8 @@ def main(argv=None):
         size = os.path.getsize(path)
         state = "up to date" if manifest is None else f"{time.monotonic() - t0:.1f} s"
         print(f"{name:<20} {size / 1e6:9.2f} MB  {path}  ({state})", flush=True)
+        if getattr(load(name), "AOTI", False) and not args.torchscript:
+            package_aoti(name, args.out, args.force)
     print(f"model repository {args.out}: {len(args.only or MODELS)} models "
           f"in {time.monotonic() - start:.1f} s")
     return 0

@@ -202,7 +202,7 @@ Status PackageArchive::CheckEntryPoint() const {
     return Error("manifest field '" + field + "': '" + what + "' is not in the archive");
   };
   const EntryPoint& ep = manifest_.entry_point;
-  if (ep.kind == "pickle" || ep.kind == "torchscript") {
+  if (ep.kind == "pickle" || ep.kind == "torchscript" || ep.kind == "aoti") {
     const std::string name = file(ep.package, ep.resource);
     if (!index_.count(name)) return missing("entry_point.resource", name);
     return Status::Ok();

@@ -96,9 +96,10 @@ Status ParseEntryPoint(const JsonFields& top, EntryPoint* ep) {
   if (!obj.ok()) return obj.status();
   JsonFields f(top.archive(), **obj, "entry_point.");
   MANYPY_RETURN_IF_ERROR(f.String("kind", true, &ep->kind));
-  if (ep->kind == "pickle" || ep->kind == "torchscript") {
+  if (ep->kind == "pickle" || ep->kind == "torchscript" || ep->kind == "aoti") {
     MANYPY_RETURN_IF_ERROR(f.Only({"kind", "package", "resource"}));
     if (ep->kind == "torchscript") ep->resource = "model.pt";  // its default
+    if (ep->kind == "aoti") ep->resource = "model.pt2";        // its default
     MANYPY_RETURN_IF_ERROR(f.String("package", false, &ep->package));
     MANYPY_RETURN_IF_ERROR(f.String("resource", false, &ep->resource));
   } else if (ep->kind == "factory") {
@@ -125,7 +126,7 @@ Status ParseEntryPoint(const JsonFields& top, EntryPoint* ep) {
     return Status::Ok();
   } else {
     return f.Error("kind",
-                   "unknown kind '" + ep->kind + "' (expected pickle, factory or torchscript)");
+                   "unknown kind '" + ep->kind + "' (expected pickle, factory, torchscript or aoti)");
   }
   if (!DottedModule(ep->package))
     return f.Error("package", "'" + ep->package + "' is not a dotted package name");
@@ -270,16 +271,20 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
   MANYPY_RETURN_IF_ERROR(f.Int("version", true, &m.version));
   if (m.version < 1) return f.Error("version", "must be >= 1, got " + std::to_string(m.version));
   MANYPY_RETURN_IF_ERROR(f.String("platform", true, &m.platform));
-  if (m.platform != kPythonPlatform && m.platform != kTorchScriptPlatform)
+  if (m.platform != kPythonPlatform && m.platform != kTorchScriptPlatform &&
+      m.platform != kAotiPlatform)
     return f.Error("platform", "unknown platform '" + m.platform + "' (expected " +
-                                   kPythonPlatform + " or " + kTorchScriptPlatform + ")");
+                                   kPythonPlatform + ", " + kTorchScriptPlatform + " or " +
+                                   kAotiPlatform + ")");
   MANYPY_RETURN_IF_ERROR(ParseEntryPoint(f, &m.entry_point));
-  // A TorchScript module is the only thing the torchscript platform runs, and
-  // only that platform can run one.
-  if ((m.platform == kTorchScriptPlatform) != (m.entry_point.kind == "torchscript"))
-    return f.Error("entry_point.kind", "kind '" + m.entry_point.kind +
-                                           "' does not go with platform '" + m.platform +
-                                           "' (torchscript needs kind torchscript, and only it)");
+  // A TorchScript module is the only thing the torchscript platform runs, an
+  // AOTInductor package the only thing torch_aoti runs, and only they can.
+  if ((m.platform == kTorchScriptPlatform) != (m.entry_point.kind == "torchscript") ||
+      (m.platform == kAotiPlatform) != (m.entry_point.kind == "aoti"))
+    return f.Error("entry_point.kind",
+                   "kind '" + m.entry_point.kind + "' does not go with platform '" + m.platform +
+                       "' (torchscript needs kind torchscript, torch_aoti kind aoti, and only "
+                       "they)");
   MANYPY_RETURN_IF_ERROR(f.String("method", false, &m.method));
   if (!Identifier(m.method))
     return f.Error("method", "'" + m.method + "' is not a Python identifier");
@@ -328,6 +333,34 @@ Status CheckPackagedTorch(const Manifest& manifest, const std::string& server_to
                             ": an archive needs a PyTorch at least as new as the one it was "
                             "packaged with (repackage it under PyTorch " + server_torch +
                             ", or serve it from a newer manypy image)");
+}
+
+namespace {
+
+// "2.6.0" of "2.6.0+debian" or "2.6.0a0+git1234"; "" when it does not start with N.N.N.
+std::string ReleaseOf(const std::string& v) {
+  int major = -1, minor = -1, patch = -1;
+  if (sscanf(v.c_str(), "%d.%d.%d", &major, &minor, &patch) != 3) return "";
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+}  // namespace
+
+Status CheckCompiledTorch(const Manifest& manifest, const std::string& server_torch,
+                          const std::string& archive_for_errors) {
+  const std::string& compiled = manifest.packaged_with.torch;
+  if (compiled.empty())
+    return FailedPrecondition(archive_for_errors +
+                              ": a torch_aoti archive must record the PyTorch it was compiled "
+                              "with (packaged_with, schema version 2); repackage it with "
+                              "manypy-package create --format aoti");
+  const std::string release = ReleaseOf(compiled);
+  if (!release.empty() && release == ReleaseOf(server_torch)) return Status::Ok();
+  return FailedPrecondition(archive_for_errors + ": compiled by AOTInductor under PyTorch " +
+                            compiled + ", but this server runs PyTorch " + server_torch +
+                            ": a compiled package runs only under the PyTorch release it was "
+                            "compiled with (repackage it with --format aoti under PyTorch " +
+                            server_torch + ", or serve it on the Python or TorchScript platform)");
 }
 
 bool IsValidDatatype(const std::string& datatype) { return FindDatatype(datatype) != nullptr; }

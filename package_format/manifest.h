@@ -40,9 +40,9 @@ struct SequenceBatchingSpec {
 
 /// How the server gets the model object out of the archive.
 struct EntryPoint {
-  std::string kind = "pickle";         ///< "pickle", "factory" or "torchscript"
-  std::string package = "model";       ///< pickle, torchscript: the entry's package ...
-  std::string resource = "model.pkl";  ///< ... and resource name (torchscript: model.pt)
+  std::string kind = "pickle";         ///< "pickle", "factory", "torchscript" or "aoti"
+  std::string package = "model";       ///< pickle, torchscript, aoti: the entry's package ...
+  std::string resource = "model.pkl";  ///< ... and resource (torchscript: model.pt, aoti: model.pt2)
   std::string module;                  ///< factory: an interned module ...
   std::string function;          ///< ... and a zero-argument callable in it returning the model
   std::string weights_package;   ///< factory, optional (both empty = none): a pickled
@@ -50,10 +50,12 @@ struct EntryPoint {
   bool operator==(const EntryPoint& o) const;
 };
 
-/// The platforms an archive may name: Python run by the interpreters, or a TorchScript
-/// module run by libtorch from C++ with no interpreter.
+/// The platforms an archive may name: Python run by the interpreters, a TorchScript
+/// module run by libtorch from C++ with no interpreter, or an AOTInductor package (a
+/// compiled shared object, torch.export + aoti_compile_and_package) run from C++ too.
 inline constexpr const char* kPythonPlatform = "manypy_python";
 inline constexpr const char* kTorchScriptPlatform = "torchscript";
+inline constexpr const char* kAotiPlatform = "torch_aoti";
 
 /// What an archive was packaged with (schema version 2; all empty in version 1 archives).
 struct PackagedWith {
@@ -127,6 +129,13 @@ std::string SequenceBatchingProblem(const Manifest& manifest, bool dynamic, bool
 /// may name classes and arguments an older torch lacks), which is FAILED_PRECONDITION
 /// naming the archive and both versions. Version 1 archives (no packaged_with) load.
 Status CheckPackagedTorch(const Manifest& manifest, const std::string& server_torch,
+                          const std::string& archive_for_errors);
+
+/// Ok when a server running PyTorch `server_torch` can run the AOTInductor package of a
+/// torch_aoti archive: the same release (major.minor.patch) as the one it was compiled
+/// with (packaged_with.torch), since the compiled code calls libtorch's C shim and kernels
+/// of that release. Otherwise FAILED_PRECONDITION naming the archive and both versions.
+Status CheckCompiledTorch(const Manifest& manifest, const std::string& server_torch,
                           const std::string& archive_for_errors);
 
 /// True for the Open Inference Protocol datatype names SCHEMA.md allows (those of

@@ -1,5 +1,6 @@
 #include "server/lifecycle/archive_loader.h"
 
+#include "server/lifecycle/aoti_model.h"
 #include "server/lifecycle/python_model.h"
 #include "server/lifecycle/torchscript_model.h"
 
@@ -10,6 +11,12 @@ StatusOr<std::shared_ptr<Executable>> LoadArchive(InterpreterPool* pool, const s
   auto archive = PackageArchive::Open(path);
   if (!archive.ok()) return archive.status();
   *manifest = (*archive)->manifest();
+  if (manifest->platform == kAotiPlatform) {
+    // One model of its container per slot: as many calls as the server runs at once.
+    auto loaded = AotiModel::Load(std::move(*archive), pool != nullptr ? pool->size() : 1);
+    if (!loaded.ok()) return loaded.status();
+    return std::shared_ptr<Executable>(std::move(*loaded));
+  }
   if (manifest->platform == kTorchScriptPlatform) {
     auto loaded = TorchScriptModel::Load(std::move(*archive));
     if (!loaded.ok()) return loaded.status();

@@ -186,6 +186,61 @@ TEST(ManifestTest, TorchScriptPlatformTakesItsOwnEntryPoint) {
       << m.status().message();
 }
 
+TEST(ManifestTest, AotiPlatformTakesItsOwnEntryPoint) {
+  json j = Valid();
+  j["platform"] = "torch_aoti";
+  j["entry_point"] = {{"kind", "aoti"}};
+  StatusOr<Manifest> m = ParseManifest(j.dump(), "model.mpk");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->platform, kAotiPlatform);
+  EXPECT_EQ(m->entry_point.package, "model");
+  EXPECT_EQ(m->entry_point.resource, "model.pt2");  // the kind's default
+  StatusOr<Manifest> again = ParseManifest(ManifestToJson(*m), "model.mpk");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*again, *m);
+  for (const char* kind : {"pickle", "torchscript"}) {  // neither is a compiled package
+    j["entry_point"] = {{"kind", kind}};
+    m = ParseManifest(j.dump(), "model.mpk");
+    ASSERT_FALSE(m.ok()) << kind;
+    EXPECT_NE(m.status().message().find("does not go with platform 'torch_aoti'"),
+              std::string::npos)
+        << m.status().message();
+  }
+  j = Valid();
+  j["entry_point"] = {{"kind", "aoti"}};  // nor runs Python one
+  m = ParseManifest(j.dump(), "model.mpk");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("kind 'aoti' does not go with platform 'manypy_python'"),
+            std::string::npos)
+      << m.status().message();
+}
+
+TEST(ManifestTest, ACompiledPackageRunsOnlyUnderTheReleaseItWasCompiledWith) {
+  auto manifest = [](const char* torch) {
+    json j = Version2({{"torch", torch}, {"python", "3.13.5"}, {"manypy", "0.1.0"}});
+    j["platform"] = "torch_aoti";
+    j["entry_point"] = {{"kind", "aoti"}};
+    return ParseManifest(j.dump(), "m.mpk").value();
+  };
+  EXPECT_TRUE(CheckCompiledTorch(manifest("2.6.0+debian"), "2.6.0", "m.mpk").ok());
+  EXPECT_TRUE(CheckCompiledTorch(manifest("2.6.0"), "2.6.0+debian", "m.mpk").ok());
+  for (const char* server : {"2.6.1", "2.7.0", "1.13.1"}) {
+    Status s = CheckCompiledTorch(manifest("2.6.0+debian"), server, "m.mpk");
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << server;
+    EXPECT_NE(s.message().find("m.mpk: compiled by AOTInductor under PyTorch 2.6.0+debian, but "
+                               "this server runs PyTorch " + std::string(server)),
+              std::string::npos)
+        << s.message();
+  }
+  // A version 1 manifest records no version: nothing says the package fits.
+  json v1 = json::parse(testing::ValidManifestJson());
+  v1["platform"] = "torch_aoti";
+  v1["entry_point"] = {{"kind", "aoti"}};
+  StatusOr<Manifest> old = ParseManifest(v1.dump(), "m.mpk");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(CheckCompiledTorch(*old, "2.6.0", "m.mpk").code(), StatusCode::kFailedPrecondition);
+}
+
 TEST(ManifestTest, OptionalFieldsTakeTheirDefaults) {
   json j = Valid();
   for (const char* key : {"max_batch_size", "batching", "instance_count", "device", "description"})

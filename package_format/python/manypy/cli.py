@@ -109,7 +109,27 @@ def cmd_create(args):
     if outputs is None or args.check:
         example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
 
-    if args.torchscript:
+    if args.format == "torchscript" and not args.torchscript:
+        args.torchscript = "script"
+    if args.format == "aoti":
+        if args.torchscript:
+            raise ValueError("--format aoti: leave out --torchscript (one format per archive)")
+        if args.as_factory:
+            raise ValueError("--format aoti: the factory is called now and the model compiled; "
+                             "an AOTInductor archive holds no Python to call it (leave out "
+                             "--as-factory)")
+        for unused in ("intern", "extern"):
+            if common.pop(unused):
+                raise ValueError(f"--{unused}: an AOTInductor archive has no Python modules")
+        if common.pop("sequence_batching"):
+            raise ValueError("--sequence-batching: only a Python model keeps per-sequence state "
+                             "(an AOTInductor archive has no Python to keep it in)")
+        model = _build_model(package, module, function, args.weights)
+        if example is None:  # torch.export traces the model on an example
+            example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
+        manifest = package.export(model, args.output_path, example_inputs=example,
+                                  load_check=args.load_check, format="aoti", **common)
+    elif args.torchscript:
         from . import torchscript
         model = _build_model(package, module, function, args.weights)
         if example is None and args.torchscript == "trace":
@@ -135,6 +155,12 @@ def cmd_create(args):
           f"{manifest['entry_point']['kind']}, {size:,} bytes)")
     if args.torchscript:
         pass  # compiled and run here; the server runs it with libtorch, no Python loader
+    elif args.format == "aoti" and args.load_check:
+        from . import aoti
+        print(f"load check: the .pt2 loads with AOTIModelPackageLoader (the AOTInductor runtime "
+              f"the server's libtorch runs it in); the example (and a batch of --max-batch-size) "
+              f"match the eager "
+              f"model's outputs (floating point within rtol {aoti.RTOL:g}, atol {aoti.ATOL:g})")
     elif args.load_check:
         from . import load_check
         ran = (f"the example's outputs match the eager model's (equal; floating point within "
@@ -296,7 +322,11 @@ def _validate_load(path):
     manifest = package.read_manifest(path)
     example = package.example_inputs_for(manifest["inputs"], manifest.get("max_batch_size", 0))
     try:
-        if manifest["platform"] == _manifest.TORCHSCRIPT_PLATFORM:
+        if manifest["platform"] == _manifest.AOTI_PLATFORM:
+            from . import aoti
+            loaded = [aoti.Loaded(path, manifest).run(example)]
+            how = "AOTIModelPackageLoader, in the server's AOTInductor runtime"
+        elif manifest["platform"] == _manifest.TORCHSCRIPT_PLATFORM:
             module = package.load_torchscript(path, manifest)
             import torch
             with torch.inference_mode():
@@ -381,6 +411,12 @@ def build_parser():
                       help="platform 'torchscript': compile the model with torch.jit.script "
                       "(default) or trace it on synthetic inputs; the server runs it from C++ "
                       "with no interpreter")
+    c.add_argument("--format", choices=["python", "torchscript", "aoti"], default="python",
+                   help="python (default): the model pickled, run by the server's interpreters; "
+                   "torchscript: as --torchscript; aoti: captured with torch.export (batch "
+                   "dimension dynamic up to --max-batch-size), compiled ahead of time by "
+                   "AOTInductor (PyTorch >= 2.6, a C++ compiler) into platform torch_aoti, run "
+                   "by the server's libtorch without Python")
     c.add_argument("--check", action="store_true",
                    help="run the model once on synthetic inputs even when outputs are given")
     c.add_argument("--no-load-check", dest="load_check", action="store_false",

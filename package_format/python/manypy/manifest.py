@@ -15,7 +15,13 @@ PLATFORM = "manypy_python"  # Python run by the server's interpreters (the defau
 TORCHSCRIPT_PLATFORM = "torchscript"  # a TorchScript module run by libtorch from C++
 # Where a TorchScript archive keeps its module (torch.jit.save's bytes).
 TORCHSCRIPT_PACKAGE, TORCHSCRIPT_RESOURCE = "model", "model.pt"
-PLATFORMS = (PLATFORM, TORCHSCRIPT_PLATFORM)
+# An AOTInductor package (torch._inductor.aoti_compile_and_package's .pt2, a
+# compiled shared object) run by libtorch's AOTInductor runtime from C++.
+AOTI_PLATFORM = "torch_aoti"
+AOTI_PACKAGE, AOTI_RESOURCE = "model", "model.pt2"
+PLATFORMS = (PLATFORM, TORCHSCRIPT_PLATFORM, AOTI_PLATFORM)
+# The entry point kind each non-Python platform needs, and only it.
+_PLATFORM_KINDS = {TORCHSCRIPT_PLATFORM: "torchscript", AOTI_PLATFORM: "aoti"}
 MANIFEST_PACKAGE = "manypy"
 MANIFEST_RESOURCE = "manifest.json"
 
@@ -50,6 +56,7 @@ _ENTRY_FIELDS = {
     "pickle": ("kind", "package", "resource"),
     "factory": ("kind", "module", "function", "weights"),
     "torchscript": ("kind", "package", "resource"),
+    "aoti": ("kind", "package", "resource"),
 }
 _RESOURCE_FIELDS = ("package", "resource")
 
@@ -181,9 +188,9 @@ def _validate_entry_point(ep, field="entry_point"):
         _fail(f"{field}.kind", "required field is missing")
     kind = ep["kind"]
     if kind not in _ENTRY_FIELDS:
-        _fail(f"{field}.kind", f"must be 'pickle', 'factory' or 'torchscript', got {kind!r}")
+        _fail(f"{field}.kind", f"must be 'pickle', 'factory', 'torchscript' or 'aoti', got {kind!r}")
     _check_keys(ep, _ENTRY_FIELDS[kind], field)
-    if kind in ("pickle", "torchscript"):
+    if kind in ("pickle", "torchscript", "aoti"):
         if "package" in ep:
             _check_string(ep["package"], f"{field}.package", _MODULE_RE)
         if "resource" in ep:
@@ -254,9 +261,11 @@ def validate_manifest(manifest):
         _fail("platform", f"must be one of {PLATFORMS}, got {manifest['platform']!r}")
     _validate_entry_point(manifest["entry_point"])
     kind = manifest["entry_point"]["kind"]
-    if (manifest["platform"] == TORCHSCRIPT_PLATFORM) != (kind == "torchscript"):
+    needed = _PLATFORM_KINDS.get(manifest["platform"])
+    if needed != (kind if kind in _PLATFORM_KINDS.values() else None):
         _fail("entry_point.kind", f"kind {kind!r} does not go with platform "
-              f"{manifest['platform']!r} (torchscript needs kind torchscript, and only it)")
+              f"{manifest['platform']!r} (torchscript needs kind torchscript, torch_aoti "
+              f"kind aoti, and only they)")
     if "method" in manifest:
         _check_string(manifest["method"], "method", _IDENT_RE)
     _validate_tensor_list(manifest["inputs"], "inputs")

@@ -97,8 +97,13 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
            instance_count=0, device="cpu", description="", intern=None,
            extern=None, method=None, modules=None, more_example_inputs=None,
            dynamic_dims=None, streaming=None, load_check=True, response_cache=False,
-           sequence_batching=None):
+           sequence_batching=None, format="python"):
     """Writes ``model`` to the archive ``path`` with entry point kind "pickle".
+
+    format "aoti" writes an AOTInductor archive instead (platform torch_aoti,
+    manypy.aoti.export: torch.export, compiled ahead of time, run by the
+    server's libtorch without Python); the Python-only arguments (intern,
+    extern, modules, streaming, sequence_batching) are refused with it.
 
     name defaults to the file name without extension. inputs/outputs are
     lists of {"name","datatype","shape"} dicts or (name, datatype, shape)
@@ -140,6 +145,15 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
     not written (LoadCheckError, a ValueError, says why). Returns the
     manifest dict.
     """
+    if format != "python":
+        return _export_compiled(format, model, path, dict(
+            name=name, version=version, inputs=inputs, outputs=outputs,
+            example_inputs=example_inputs, max_batch_size=max_batch_size, batching=batching,
+            instance_count=instance_count, device=device, description=description,
+            method=method, more_example_inputs=more_example_inputs, dynamic_dims=dynamic_dims,
+            load_check=load_check, response_cache=response_cache),
+            dict(intern=intern, extern=extern, modules=modules, streaming=streaming,
+                 sequence_batching=sequence_batching))
     _check_not_main(model)
     name = _default_name(name, path)
     results = []
@@ -168,6 +182,23 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
     return manifest
 
 
+FORMATS = ("python", "aoti")
+
+
+def _export_compiled(format, model, path, arguments, python_only):
+    """export()/export_factory() for a format other than "python": refuses the
+    arguments that only a Python archive has, then hands over to its module
+    (manypy.aoti builds on this one, hence the import here)."""
+    if format not in FORMATS:
+        raise ValueError(f"format: must be one of {FORMATS}, got {format!r}")
+    for key, value in python_only.items():
+        if value:
+            raise ValueError(f"{key}: a {format!r} archive holds compiled code, no Python "
+                             f"(leave {key} out, or use format 'python')")
+    from . import aoti
+    return aoti.export(model, path, **arguments)
+
+
 def _load_checker(path, manifest, example_inputs, more_example_inputs, results):
     """The check _write_archive runs on the finished archive: load_check.py's,
     with the examples export ran and their eager results."""
@@ -191,7 +222,7 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
                    instance_count=0, device="cpu", description="", intern=None,
                    extern=None, method=None, check_weights=True, more_example_inputs=None,
                    dynamic_dims=None, streaming=None, load_check=True, response_cache=False,
-                   sequence_batching=None):
+                   sequence_batching=None, format="python"):
     """Writes an archive with entry point kind "factory": the server imports
     the interned module and calls ``factory()`` (no arguments) to build the
     model. module_file_or_name is a path to a .py file or an importable
@@ -202,6 +233,10 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
     that the weights fit the model (load_state_dict, strict) and to run the
     example. Other arguments (load_check included) as in export(). Returns
     the manifest dict.
+
+    format "aoti" calls the factory here, loads the weights into the model
+    and compiles it as export(format="aoti") does: the archive holds the
+    compiled model, not the factory.
     """
     if path is None:
         raise TypeError("export_factory() needs path, the archive to write")
@@ -212,6 +247,18 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
     if not callable(fn):
         raise ValueError(f"factory: module {module_name!r} has no callable {factory!r}")
     state_dict = _load_weights(weights) if weights is not None else None
+    if format != "python":
+        model = fn()
+        if state_dict is not None:
+            _load_state_dict(model, state_dict)
+        return _export_compiled(format, model, path, dict(
+            name=name, version=version, inputs=inputs, outputs=outputs,
+            example_inputs=example_inputs, max_batch_size=max_batch_size, batching=batching,
+            instance_count=instance_count, device=device, description=description,
+            method=method, more_example_inputs=more_example_inputs, dynamic_dims=dynamic_dims,
+            load_check=load_check, response_cache=response_cache),
+            dict(intern=intern, extern=extern, streaming=streaming,
+                 sequence_batching=sequence_batching))
     name = _default_name(name, path)
 
     model = None
@@ -992,8 +1039,9 @@ def check_archive(path):
                 raise ValueError(f"{path}: {rel} is not {STORAGE_ALIGNMENT}-byte aligned")
     ep = manifest["entry_point"]
     needed = []
-    if ep["kind"] in ("pickle", "torchscript"):
-        default = PICKLE_RESOURCE if ep["kind"] == "pickle" else "model.pt"
+    if ep["kind"] in ("pickle", "torchscript", "aoti"):
+        default = {"pickle": PICKLE_RESOURCE, "torchscript": _manifest.TORCHSCRIPT_RESOURCE,
+                   "aoti": _manifest.AOTI_RESOURCE}[ep["kind"]]
         needed.append(f"{ep.get('package', PICKLE_PACKAGE).replace('.', '/')}/"
                       f"{ep.get('resource', default)}")
     else:
@@ -1030,5 +1078,8 @@ def load_model(path, device="cpu"):
     manifest = check_archive(path)
     if manifest["platform"] == _manifest.TORCHSCRIPT_PLATFORM:
         return load_torchscript(path, manifest), manifest
+    if manifest["platform"] == _manifest.AOTI_PLATFORM:
+        from . import aoti  # builds on this module
+        return aoti.Loaded(path, manifest), manifest
     model, _ = _server_runtime.load(os.fspath(path), device=device)
     return model, manifest

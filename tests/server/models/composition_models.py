@@ -17,6 +17,9 @@ probe: MODE BYTES [1], INPUT__0 FP32 [-1] -> RESULT BYTES [1]: what a
   "metric_twice" (probe_calls_total declared again as a gauge),
   "slow_chain" (twenty slow_double calls in turn: 6 s).
 slow_double: as double, after sleeping 0.3 s.
+calls_aoti: X FP32 [-1, 3] -> SUM FP32 [-1, 1], the rows' sums from
+  double_sum_aoti (an AOTInductor archive, platform torch_aoti) plus 1:
+  packaged into aoti/ with its callee, on PyTorch >= 2.6.
 """
 import json
 import time
@@ -44,6 +47,11 @@ class SlowDouble(nn.Module):
 class CallsDouble(nn.Module):
     def forward(self, x):
         return manypy.infer("double", {"INPUT__0": x})["OUTPUT__0"] + 1
+
+
+class CallsAoti(nn.Module):
+    def forward(self, x):
+        return manypy.infer("double_sum_aoti", {"X": x})["SUM"] + 1
 
 
 class FanOut(nn.Module):

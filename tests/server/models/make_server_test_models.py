@@ -13,7 +13,9 @@ packaged under PyTorch 1.13 (testdata/two_io_torch1_13.mpk, made on Debian
 2.6.0+debian / Python 3.13.5, as Debian 13's would); in corner_cases/,
 configured_affine (config_models.py: a dataclass, a NamedTuple and a
 pydantic-style class that look their module up by name) and named_table
-(name_lookup_models.py: a load that looks attributes up by names it makes).
+(name_lookup_models.py: a load that looks attributes up by names it makes);
+AOTInductor archives in aoti/ (PyTorch >= 2.6) and aoti_refused/
+(export_aoti_models).
 
     /usr/bin/python3 tests/server/models/make_server_test_models.py --out DIR
 """
@@ -154,6 +156,48 @@ def export_composition_models(out):
                           outputs=[("RESULT", "BYTES", [1])])
 
 
+def export_aoti_models(out):
+    """aoti/ (PyTorch >= 2.6 only: AOTInductor compiles there): double_sum_aoti,
+    DoubleAndSum compiled ahead of time (platform torch_aoti), batched
+    dynamically up to 16; calls_aoti, a Python model that calls it
+    (composition_models.py). aoti_refused/ (every PyTorch):
+    compiled_by_2_5_1, a torch_aoti archive whose manifest says PyTorch 2.5.1,
+    which every server here refuses for its version before reading its
+    package (its bytes are not one); and on 2.6 not_a_package, the same
+    recording this PyTorch, which the loader itself refuses."""
+    import torch
+    import manypy.aoti
+    from manypy import manifest as M
+    refused = os.path.join(out, "aoti_refused")
+    os.makedirs(refused, exist_ok=True)
+    versions = [("compiled_by_2_5_1", dict(M.packaging_versions(), torch="2.5.1", python="3.12.8"))]
+    if manypy.aoti.torch_problem() is None:
+        versions.append(("not_a_package", M.packaging_versions()))
+    for name, packaged_with in versions:
+        manifest = M.build_manifest(
+            name, 1, {"kind": "aoti", "package": "model", "resource": "model.pt2"},
+            [("X", "FP32", [3])], [("DOUBLE", "FP32", [3]), ("SUM", "FP32", [1])],
+            max_batch_size=16, platform=M.AOTI_PLATFORM, packaged_with=packaged_with)
+
+        def write(exporter, manifest=manifest):
+            exporter.save_text(M.MANIFEST_PACKAGE, M.MANIFEST_RESOURCE, M.dumps(manifest))
+            exporter.save_binary("model", "model.pt2", b"not an AOTInductor package")
+
+        manypy.package._write_archive(os.path.join(refused, f"{name}.mpk"), write, None, None)
+    if manypy.aoti.torch_problem() is not None:
+        print(f"aoti/ skipped: {manypy.aoti.torch_problem()}")
+        return
+    folder = os.path.join(out, "aoti")
+    os.makedirs(folder, exist_ok=True)
+    manypy.package.export(m.DoubleAndSum(), os.path.join(folder, "double_sum_aoti.mpk"),
+                          name="double_sum_aoti", format="aoti", inputs=[("X", "FP32", [3])],
+                          example_inputs=(torch.tensor([[1.0, 2.0, 3.0]]),), max_batch_size=16,
+                          batching={"dynamic": True, "max_queue_delay_microseconds": 2000})
+    manypy.package.export(composition_models.CallsAoti(), os.path.join(folder, "calls_aoti.mpk"),
+                          name="calls_aoti", inputs=[("X", "FP32", [-1, 3])],
+                          outputs=[("SUM", "FP32", [-1, 1])])
+
+
 def export_corner_cases(out):
     """corner_cases/configured_affine.mpk (config_models.py): module-level
     code that finds its module in sys.modules (issue 28);
@@ -233,11 +277,13 @@ def main():
     export_composition_models(out)
     export_torch_versions(out)
     export_corner_cases(out)
+    export_aoti_models(out)
     print(f"wrote echo_all, failing, slow, keeps_input, spin, batched_double, tagged_double, echo_rows, "
           f"double_sum_ts, failing_ts, "
           f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none, "
           f"faults/{{wrong_output,exits,fails_to_load}}, swap/scaled_v{{1,2}}, "
-          f"torch_versions/two_io_torch{{1_13,2_6}}, corner_cases/{{configured_affine,named_table}} "
+          f"torch_versions/two_io_torch{{1_13,2_6}}, corner_cases/{{configured_affine,named_table}}, "
+          f"aoti/{{double_sum_aoti,calls_aoti}} (PyTorch >= 2.6), aoti_refused/ "
           f"to {out}")
 
 

@@ -1,0 +1,168 @@
+// Built where libtorch has AOTInductor's package runtime (MANYPY_WITH_AOTI,
+// server/CMakeLists.txt); aoti_model_unavailable.cc elsewhere.
+//
+// Why not AOTIModelPackageLoader itself: in 2.6 it always builds its runner
+// with one model (model_package_loader.cpp: `registered_aoti_runner[device](
+// so_path, 1, ...)`), whose container runs one call at a time (model_container.h:
+// get_available_model waits for the busy one). Concurrent calls then need a
+// loader each, and each loader unzips and maps its own copy of the shared
+// object and copies its own prepacked weights: resnet50 with 2 instances
+// peaked at 732 MiB against the Python platform's 533. This file does what
+// the loader does for a CPU package (unzip the .so, read the device, build
+// AOTIModelContainerRunnerCpu) with one container of N models, which share
+// one set of weights (the container's constants map).
+#include "server/lifecycle/aoti_model.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/csrc/inductor/aoti_runner/model_container_runner_cpu.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "interpreters/torch_version.h"
+#include "server/lifecycle/aoti_package.h"
+
+namespace manypy {
+
+using Runner = torch::inductor::AOTIModelContainerRunnerCpu;
+
+struct AotiModel::Impl {
+  std::unique_ptr<PackageArchive> archive;
+  std::unique_ptr<Runner> runner;  // thread-safe: its container hands each call a free model
+};
+
+namespace {
+
+// The runtime loads the shared object by path (dlopen): it is written to a
+// private temporary folder ($TMPDIR, else /tmp) for the constructor and
+// removed right after, the mapping staying valid (Linux keeps an unlinked
+// file's pages while they are mapped).
+// `package` is taken by value: its bytes are freed once written, before the
+// runtime maps the file and copies the prepacked weights.
+StatusOr<std::unique_ptr<Runner>> MakeRunner(AotiPackage package, size_t models,
+                                             const std::string& where) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string folder = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/manypy-aoti-XXXXXX";
+  if (mkdtemp(folder.data()) == nullptr)
+    return Internal(where + ": cannot make a temporary folder for the compiled model in " +
+                    folder + ": " + std::strerror(errno));
+  const std::string path = folder + "/" + package.so_name;
+  Status written = Status::Ok();
+  FILE* f = fopen(path.c_str(), "wb");
+  if (f == nullptr ||
+      fwrite(package.shared_object.data(), 1, package.shared_object.size(), f) !=
+          package.shared_object.size() ||
+      fclose(f) != 0) {
+    written = Internal(where + ": cannot write the compiled model to " + path + ": " +
+                       std::strerror(errno));
+  }
+  std::string().swap(package.shared_object);
+  StatusOr<std::unique_ptr<Runner>> runner = written;
+  if (written.ok()) {
+    try {
+      runner = std::make_unique<Runner>(path, models);
+    } catch (const c10::Error& e) {
+      runner = InvalidArgument(where + ": the AOTInductor package does not load: " +
+                               e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      runner = InvalidArgument(where + ": the AOTInductor package does not load: " + e.what());
+    }
+  }
+  unlink(path.c_str());
+  rmdir(folder.c_str());
+  return runner;
+}
+
+}  // namespace
+
+bool AotiModel::Available() { return true; }
+
+AotiModel::AotiModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+AotiModel::~AotiModel() = default;
+
+const Manifest& AotiModel::manifest() const { return impl_->archive->manifest(); }
+
+StatusOr<std::unique_ptr<AotiModel>> AotiModel::Load(std::unique_ptr<PackageArchive> archive,
+                                                     size_t concurrent_calls) {
+  const Manifest& m = archive->manifest();
+  const std::string& where = archive->path();
+  MANYPY_RETURN_IF_ERROR(CheckCompiledTorch(m, RunningTorchVersion(), where));
+  if (m.device != "cpu")
+    return FailedPrecondition(where + ": device '" + m.device +
+                              "': manypy serves AOTInductor archives compiled for the CPU only");
+  for (const auto* list : {&m.inputs, &m.outputs}) {
+    for (const auto& t : *list) {
+      if (t.datatype == "BYTES")
+        return InvalidArgument(where + ": tensor '" + t.name +
+                               "' is BYTES; the torch_aoti platform takes tensors only "
+                               "(serve string inputs with platform manypy_python)");
+    }
+  }
+  StatusOr<AotiPackage> package = Internal("");
+  {  // the .pt2's bytes only while the shared object is taken out of them
+    auto bytes =
+        archive->ReadEntry(ResourceEntryName(m.entry_point.package, m.entry_point.resource));
+    if (!bytes.ok()) return bytes.status();
+    package = ReadAotiPackage(*bytes, where);
+  }
+  if (!package.ok()) return package.status();
+  if (package->device != "cpu")
+    return FailedPrecondition(where + ": the AOTInductor package was compiled for device '" +
+                              package->device + "'; manypy serves CPU packages only");
+  auto impl = std::make_unique<Impl>();
+  auto runner =
+      MakeRunner(std::move(*package), concurrent_calls > 0 ? concurrent_calls : 1, where);
+  if (!runner.ok()) return runner.status();
+  impl->runner = std::move(*runner);
+  impl->archive = std::move(archive);
+  return std::unique_ptr<AotiModel>(new AotiModel(std::move(impl)));
+}
+
+StatusOr<std::vector<Value>> AotiModel::Run(size_t slot, const std::vector<Value>& inputs,
+                                            InterruptHook* hook) {
+  std::string ignored;
+  return RunReportingError(slot, inputs, hook, &ignored);
+}
+
+StatusOr<std::vector<Value>> AotiModel::RunReportingError(size_t /*slot*/,
+                                                          const std::vector<Value>& inputs,
+                                                          InterruptHook* /*hook*/,
+                                                          std::string* error_type) {
+  // As TorchScriptModel does: libtorch's intra-op thread count applied to this
+  // thread before its first call (the compiled kernels' OpenMP regions use it).
+  thread_local bool threads_applied = false;
+  if (!threads_applied) {
+    at::get_num_threads();
+    threads_applied = true;
+  }
+  const Manifest& m = manifest();
+  try {
+    c10::InferenceMode guard;
+    std::vector<at::Tensor> args;
+    args.reserve(inputs.size());
+    // The compiled kernels index with the strides they were traced with
+    // (contiguous); a request's tensors already are, so this copies nothing.
+    for (const auto& v : inputs) args.push_back(v.to_tensor().contiguous());
+    std::vector<at::Tensor> outs = impl_->runner->run(args);
+    if (outs.size() != m.outputs.size()) {
+      *error_type = "RuntimeError";
+      return Internal("model '" + m.name + "' returned " + std::to_string(outs.size()) +
+                      " outputs, the manifest declares " + std::to_string(m.outputs.size()));
+    }
+    std::vector<Value> outputs;
+    outputs.reserve(outs.size());
+    for (auto& t : outs) outputs.emplace_back(std::move(t));
+    return outputs;
+  } catch (const c10::Error& e) {
+    *error_type = "c10::Error";
+    return Internal("model '" + m.name + "' raised " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    *error_type = "RuntimeError";
+    return Internal("model '" + m.name + "' failed: " + e.what());
+  }
+}
+
+}  // namespace manypy

@@ -1,0 +1,253 @@
+#!/usr/bin/python3
+"""make bench-compile: torch.compile'd models in the interpreter pool beside
+the same models eager (issue 40), on PyTorch 2.x.
+
+1. At the model call: each archive loaded as manypy-server loads it, in a
+   process of its own (tests/bench/bench_model_call.cc: the server's pool and
+   intra-op default, PythonModel::Load, Executable::Run from 2 threads on 2
+   interpreters), eager and compiled measured in alternated rounds (the order
+   flips every round); per round the ratio compiled / eager, and for the
+   small model compiled with 2 threads / 1 thread; medians with a bootstrap
+   90% interval (tests/bench/paired_rounds.py) judged against the targets.
+2. Served: each compiled archive over gRPC (manypy-server, 2 interpreters,
+   dynamic batching off, one request one call), manypy-perf at concurrency 1
+   and 16, beside the eager archive served the same way (reported).
+3. Time to READY of a server with the compiled small model: 2 interpreters
+   against 1 (each from an empty Inductor cache), and a restart with the
+   cache the first start filled against a start from an empty one;
+   alternated rounds, medians of the ratios.
+
+Models: "small" (bench-pool's 20 x Linear 8x8 + ReLU, batch 1),
+"decoder_block" (RMSNorm, causal SDPA, SwiGLU; [1, 16, 128]) and resnet18
+(models/, batch 1). The compiled archives' factory returns
+torch.compile(build()) with Inductor's freezing on (the weights become
+constants Inductor folds and, for Linear and convolutions, prepacks for
+oneDNN: what makes resnet18 faster than eager at all). Writes one JSON file;
+exit status 1 when a target misses.
+
+    /usr/bin/python3 tests/bench/bench_compile.py --build build --out bench-results/compile.json
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python"), os.path.join(REPO, "models")]
+
+from bench_aoti import Caller, summary  # noqa: E402
+from bench_common import perf_window, start_manypy  # noqa: E402
+from paired_rounds import verdict  # noqa: E402
+
+VARIANTS = ("eager", "compiled")
+# (model, ratio key, target); issue 40. Higher is better for all.
+TARGETS = (
+    ("small", "compiled_over_eager", 2.5),
+    ("resnet18", "compiled_over_eager", 1.2),
+    ("small", "compiled_two_threads_over_one", 1.8),
+)
+READY_TARGETS = (("two_interpreters_over_one", 1.3), ("warm_restart_over_cold", 0.5))
+
+# The factory module of each model's archives: the model's own build(),
+# eager or compiled. Interned with the model's module by export_factory.
+FACTORY = '''import torch
+from {module} import build as _build
+
+
+def build():
+    model = _build()
+    if not {compiled}:
+        return model
+    # Freezing: weights become constants that Inductor folds, and prepacks for
+    # oneDNN (Linear, convolutions): the CPU option that makes the difference.
+    torch._inductor.config.freezing = True
+    return torch.compile(model)
+'''
+MODULES = {"small": "small_net_model", "decoder_block": "decoder_block_model",
+           "resnet18": "resnet18"}
+
+
+def example_inputs(name):
+    import torch
+    if name == "small":
+        return {"inputs": [("INPUT__0", "FP32", [8])], "max_batch_size": 1}, (torch.ones(1, 8),)
+    if name == "decoder_block":
+        import decoder_block_model as m
+        return dict(m.SIGNATURE), m.example_inputs()
+    import resnet18 as m
+    signature = {k: v for k, v in m.SIGNATURE.items() if k not in ("batching",)}
+    return dict(signature, max_batch_size=1), m.example_inputs()
+
+
+def package(repository, name, force):
+    """<name>_eager.mpk and <name>_compiled.mpk in `repository`."""
+    import manypy.package
+    for variant in VARIANTS:
+        path = os.path.join(repository, f"{name}_{variant}.mpk")
+        if os.path.exists(path) and not force:
+            continue
+        start = time.monotonic()
+        factory = os.path.join(repository, f"{name}_{variant}_factory.py")
+        with open(factory, "w") as f:
+            f.write(FACTORY.format(module=MODULES[name], compiled=variant == "compiled"))
+        signature, example = example_inputs(name)
+        manypy.package.export_factory(factory, "build", path=path, name=f"{name}_{variant}",
+                                      example_inputs=example, **signature)
+        print(f"[compile] packaged {path} in {time.monotonic() - start:.0f} s", file=sys.stderr)
+
+
+def bench_model_call(binary, repository, name, rounds, seconds):
+    """Eager and compiled at 2 threads; for "small" also compiled at 1 thread."""
+    processes = {v: (v, 2) for v in VARIANTS}
+    if name == "small":
+        processes["compiled_one_thread"] = ("compiled", 1)
+    callers = {key: Caller(binary, os.path.join(repository, f"{name}_{v}.mpk"), threads)
+               for key, (v, threads) in processes.items()}
+    per_round = []
+    try:
+        for c in callers.values():  # warm: caches, allocators, OpenMP's threads
+            c.window(min(1.0, seconds))
+        for r in range(rounds):
+            keys = list(processes) if r % 2 == 0 else list(reversed(processes))
+            measured = {k: callers[k].window(seconds) for k in keys}
+            measured["compiled_over_eager"] = measured["compiled"]["per_s"] / measured["eager"]["per_s"]
+            if "compiled_one_thread" in measured:
+                measured["compiled_two_threads_over_one"] = (
+                    measured["compiled"]["per_s"] / measured["compiled_one_thread"]["per_s"])
+            per_round.append(measured)
+            print(f"[compile] {name} round {r + 1}: " + ", ".join(
+                f"{k} {measured[k]['per_s']:.0f}/s" for k in processes) +
+                f"; compiled/eager {measured['compiled_over_eager']:.2f}x", file=sys.stderr)
+    finally:
+        for c in callers.values():
+            c.close()
+    result = {"seconds_per_window": seconds, "rounds": per_round}
+    for k in processes:
+        result[f"{k}_calls_per_s"] = summary([m[k]["per_s"] for m in per_round])
+        result[f"{k}_cpu_us_per_call"] = summary([m[k]["cpu_us"] for m in per_round])
+    for key in ("compiled_over_eager", "compiled_two_threads_over_one"):
+        if key in per_round[0]:
+            result[key] = summary([m[key] for m in per_round])
+    return result
+
+
+def bench_served(binaries, repository, name, seconds, concurrencies):
+    served = {}
+    for variant in VARIANTS:
+        model = f"{name}_{variant}"
+        server, ports = start_manypy(os.path.join(binaries, "manypy-server"), repository, [model],
+                                     2, [f"--model-config={model}:dynamic_batching=false"])
+        try:
+            perf = os.path.join(binaries, "manypy-perf")
+            perf_window(perf, ports["grpc"], model, 1, 1.0)  # warm
+            for c in concurrencies:
+                r = perf_window(perf, ports["grpc"], model, c, seconds, extra=["--async"])
+                served[f"{variant}_concurrency_{c}"] = {
+                    "infer_per_s": r["infer_per_s"], "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"]}
+                print(f"[compile] served {model} c={c}: {r['infer_per_s']:.0f} infer/s, p50 "
+                      f"{r['p50_ms']:.3f} ms", file=sys.stderr)
+        finally:
+            server.terminate()
+            server.wait()
+    return served
+
+
+def seconds_to_ready(server_binary, repository, model, interpreters, cache):
+    """Seconds from exec to the server's "listening" line with `model` READY
+    (loaded and warmed up on every interpreter: it compiles there)."""
+    start = time.monotonic()
+    server, _ = start_manypy(server_binary, repository, [model], interpreters,
+                             [f"--compile-cache-dir={cache}"])
+    ready = time.monotonic() - start
+    server.terminate()
+    server.wait()
+    return ready
+
+
+def bench_ready(binaries, repository, model, rounds):
+    server = os.path.join(binaries, "manypy-server")
+    per_round = []
+    with tempfile.TemporaryDirectory(prefix="manypy-bench-compile-") as tmp:
+        for r in range(rounds):
+            measured = {}
+            order = ("one", "two") if r % 2 == 0 else ("two", "one")
+            for which in order:
+                cache = os.path.join(tmp, f"{which}-{r}")
+                measured[f"{which}_interpreter_cold_s"] = seconds_to_ready(
+                    server, repository, model, 1 if which == "one" else 2, cache)
+            # The same cache again: a restart.
+            measured["two_interpreters_warm_s"] = seconds_to_ready(
+                server, repository, model, 2, os.path.join(tmp, f"two-{r}"))
+            for which in ("one", "two"):
+                shutil.rmtree(os.path.join(tmp, f"{which}-{r}"), ignore_errors=True)
+            measured["two_interpreters_over_one"] = (measured["two_interpreter_cold_s"] /
+                                                     measured["one_interpreter_cold_s"])
+            measured["warm_restart_over_cold"] = (measured["two_interpreters_warm_s"] /
+                                                  measured["two_interpreter_cold_s"])
+            per_round.append(measured)
+            print(f"[compile] ready round {r + 1}: " + ", ".join(
+                f"{k} {v:.2f}" for k, v in measured.items()), file=sys.stderr)
+    result = {"model": model, "rounds": per_round}
+    for key in per_round[0]:
+        result[key] = summary([m[key] for m in per_round])
+    return result
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", default="build")
+    p.add_argument("--repository", default=None, help="default: BUILD/compile-bench-repository")
+    p.add_argument("--out", default="bench-results/compile.json")
+    p.add_argument("--models", default="small,decoder_block,resnet18")
+    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--ready-rounds", type=int, default=3)
+    p.add_argument("--seconds", type=float, default=2.0, help="per variant per round")
+    p.add_argument("--force", action="store_true", help="repackage the archives")
+    a = p.parse_args()
+    import torch
+    if not hasattr(torch, "compile"):
+        print(f"bench-compile: skipped: torch.compile is PyTorch 2.x's; this is {torch.__version__}")
+        return 0
+    repository = a.repository or os.path.join(a.build, "compile-bench-repository")
+    os.makedirs(repository, exist_ok=True)
+    models = a.models.split(",")
+    for name in models:
+        package(repository, name, a.force)
+    binaries = os.path.join(a.build, "bin")
+    result = {"cpus": os.cpu_count(), "torch": torch.__version__, "model_call": {}, "served": {},
+              "targets": []}
+    for name in models:
+        result["model_call"][name] = bench_model_call(
+            os.path.join(binaries, "manypy-bench-model-call"), repository, name, a.rounds, a.seconds)
+    for name in models:
+        result["served"][name] = bench_served(binaries, repository, name, a.seconds, (1, 16))
+    if "small" in models:
+        result["ready"] = bench_ready(binaries, repository, "small_compiled", a.ready_rounds)
+    for name, key, target in TARGETS:
+        if name in models:
+            ratios = [m[key] for m in result["model_call"][name]["rounds"]]
+            result["targets"].append(dict(verdict(ratios, target, True), model=name, ratio=key))
+    if "ready" in result:
+        for key, target in READY_TARGETS:
+            ratios = [m[key] for m in result["ready"]["rounds"]]
+            result["targets"].append(dict(verdict(ratios, target, False), model="small_compiled",
+                                          ratio=key))
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=1)
+    for t in result["targets"]:
+        interval = t.get("interval")
+        shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+        print(f"{t['model']} {t['ratio']}: {t['median']:.2f}{shown} (target "
+              f"{'>=' if t['higher_is_better'] else '<='} {t['target']}): {t['verdict']}")
+    print(f"wrote {a.out}")
+    return 1 if any(t["verdict"] == "misses" for t in result["targets"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
