@@ -167,6 +167,9 @@ Status PythonModel::Prepare(size_t slot) {
     // do not blur the figure, as they would an RSS or malloc-wide delta. A
     // model that traces memory itself is left alone (its figure is then 0).
     // Measured once per archive file (python_heap_measurements.h).
+    session.DefineModule(kRuntimeModule, kModelRuntimeSource)
+        .Attr("import_compiler_if_used")
+        .Call({Value(storages_->copy_path())});
     PythonHeapMeasurements& measured = PythonHeapMeasurements::Shared();
     std::optional<int64_t> known = measured.Find(heap_key_);
     bool trace = !known.has_value() &&

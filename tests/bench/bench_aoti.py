@@ -82,8 +82,10 @@ def package(repository, name, force):
 class Caller:
     """manypy-bench-model-call on one archive, kept running between windows."""
 
-    def __init__(self, binary, archive, threads):
-        self.proc = subprocess.Popen([binary, "--archive", archive, "--threads", str(threads)],
+    def __init__(self, binary, archive, threads, intra_op_threads=0):
+        extra = ["--intra-op-threads", str(intra_op_threads)] if intra_op_threads else []
+        self.proc = subprocess.Popen([binary, "--archive", archive, "--threads", str(threads),
+                                      *extra],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         if self.proc.stdout.readline().strip() != "ready":
             raise SystemExit(f"{binary} --archive {archive} did not start")

@@ -102,11 +102,14 @@ def package(repository, name, force):
 
 
 def bench_model_call(binary, repository, name, rounds, seconds):
-    """Eager and compiled at 2 threads; for "small" also compiled at 1 thread."""
+    """Eager and compiled at 2 threads on 2 interpreters (the server's
+    intra-op default: 1 thread each on 2 cores); for "small" also compiled on
+    1 interpreter with 1 intra-op thread, for T=2 / T=1 (as bench-pool's)."""
     processes = {v: (v, 2) for v in VARIANTS}
     if name == "small":
         processes["compiled_one_thread"] = ("compiled", 1)
-    callers = {key: Caller(binary, os.path.join(repository, f"{name}_{v}.mpk"), threads)
+    callers = {key: Caller(binary, os.path.join(repository, f"{name}_{v}.mpk"), threads,
+                           intra_op_threads=1)
                for key, (v, threads) in processes.items()}
     per_round = []
     try:

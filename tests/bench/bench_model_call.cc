@@ -13,7 +13,8 @@
 // program. tests/bench/bench_aoti.py alternates several of these processes
 // (one per platform, so each one's memory is its own).
 //
-// Usage: manypy-bench-model-call --archive PATH --threads N
+// Usage: manypy-bench-model-call --archive PATH --threads N [--intra-op-threads M]
+// (M: libtorch's intra-op threads; default the server's, max(1, cores / N))
 #include <sys/resource.h>
 
 #include <atomic>
@@ -64,7 +65,7 @@ long long PeakRssBytes() {
 
 [[noreturn]] void Usage(const std::string& why) {
   fprintf(stderr, "manypy-bench-model-call: %s\nusage: manypy-bench-model-call --archive PATH "
-          "--threads N\n", why.c_str());
+          "--threads N [--intra-op-threads M]\n", why.c_str());
   exit(2);
 }
 
@@ -73,6 +74,7 @@ long long PeakRssBytes() {
 int main(int argc, char** argv) {
   std::string archive;
   size_t threads = 0;
+  int intra_op_threads = 0;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (i + 1 >= argc) Usage(flag + " needs a value");
@@ -80,6 +82,8 @@ int main(int argc, char** argv) {
       archive = argv[++i];
     } else if (flag == "--threads") {
       threads = static_cast<size_t>(std::atoi(argv[++i]));
+    } else if (flag == "--intra-op-threads") {
+      intra_op_threads = std::atoi(argv[++i]);
     } else {
       Usage("unknown flag " + flag);
     }
@@ -91,7 +95,8 @@ int main(int argc, char** argv) {
     // models still starts its interpreters, and they are part of its memory.
     manypy::PoolOptions options;
     options.interpreters = threads;
-    options.intra_op_threads = manypy::DefaultIntraOpThreads(threads);  // the server's default
+    options.intra_op_threads = intra_op_threads > 0 ? intra_op_threads
+                                                    : manypy::DefaultIntraOpThreads(threads);
     auto pool = manypy::InterpreterPool::Create(options);
     if (!pool.ok()) Usage("the pool failed to start: " + pool.status().ToString());
     auto opened = manypy::PackageArchive::Open(archive);

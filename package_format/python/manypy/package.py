@@ -66,6 +66,8 @@ WEIGHTS_PACKAGE, WEIGHTS_RESOURCE = "manypy", "weights.pkl"
 # Extern modules that only imports inside try/except ImportError need, one a
 # line; the server loads the archive without them (model_runtime.py).
 OPTIONAL_MODULES_PACKAGE, OPTIONAL_MODULES_RESOURCE = "manypy", "optional_modules"
+# Present when the archive's code calls torch.compile (SCHEMA.md).
+USES_COMPILE_PACKAGE, USES_COMPILE_RESOURCE = "manypy", "uses_torch_compile"
 STORAGE_ALIGNMENT = 64
 
 _DTYPE_TO_DATATYPE = {
@@ -508,6 +510,8 @@ def _write_archive(path, write, intern, extern, required_intern=None, check=None
                     exporter.save_text(OPTIONAL_MODULES_PACKAGE, OPTIONAL_MODULES_RESOURCE,
                                        "".join(f"{m}\n" for m in optional))
                 file_uses = _source_scan.file_uses(graph)
+                if _source_scan.compiles(graph):
+                    exporter.save_text(USES_COMPILE_PACKAGE, USES_COMPILE_RESOURCE, "")
         except PackagingError as e:
             text = str(e)
             if "__main__" in text:

@@ -135,6 +135,11 @@ def file_uses(graph):
     return sorted(uses)
 
 
+def compiles(graph):
+    """Whether an interned module of the graph calls torch.compile."""
+    return any(uses_torch_compile(source) for _, source, _ in _interned_sources(graph))
+
+
 def uses_torch_compile(source):
     """Whether `source` names torch.compile (`torch.compile(...)`, or
     `from torch import compile`)."""
