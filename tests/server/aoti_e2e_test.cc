@@ -1,6 +1,7 @@
 // AOTInductor archives (platform torch_aoti) through the real server: batched
 // requests answered with their own rows, a Python model calling one with
-// manypy.infer, unload and reload, and the refusals. The refusal of an archive
+// manypy.infer, unload and reload, loading on demand and the response cache,
+// and the refusals. The refusal of an archive
 // compiled under another PyTorch runs on every release (Debian 12's server has
 // no AOTInductor loader and says so); the rest needs PyTorch >= 2.6.
 #include <atomic>
@@ -90,6 +91,25 @@ TEST_F(ServerTest, PythonModelCallsAnAotiModelAndItReloads) {
     ASSERT_TRUE(UnloadModel("double_sum_aoti").ok());
     ASSERT_TRUE(LoadModel("double_sum_aoti").ok());
   }
+}
+
+TEST_F(ServerTest, AotiModelLoadsOnDemandAndARepeatedRequestComesFromTheCache) {
+  MANYPY_NEEDS_AOTI();
+  StartServer({"--model-control-mode=on-demand", "--response-cache-bytes=1MiB",
+               "--model-config=double_sum_aoti:response_cache=true", kAoti});
+  ModelInferResponse computed, cached;
+  // Not loaded yet: the first request loads it, as for any platform.
+  grpc::Status s = Infer(RowsRequest("double_sum_aoti", {1, 2, 3}, 1), &computed);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  s = Infer(RowsRequest("double_sum_aoti", {1, 2, 3}, 1), &cached);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(cached.raw_output_contents_size(), 2);
+  EXPECT_EQ(FromRaw<float>(cached.raw_output_contents(0)), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(cached.raw_output_contents(1), computed.raw_output_contents(1));
+  auto stats = Statistics("double_sum_aoti");
+  EXPECT_EQ(stats.inference_stats().cache_hit().count(), 1u);
+  EXPECT_EQ(stats.inference_stats().cache_miss().count(), 1u);
+  EXPECT_EQ(stats.execution_count(), 1u);  // the model ran once
 }
 
 TEST_F(ServerTest, AotiArchiveFromAnotherTorchIsRefusedNamingBothVersions) {

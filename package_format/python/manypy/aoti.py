@@ -14,24 +14,24 @@ The ``.pt2`` is stored uncompressed in the manypy archive beside the manifest
 C++ package loader), a C++ compiler and python3-setuptools where it is
 packaged; the server needs neither. The package runs only under the PyTorch
 version it was compiled with (``packaged_with.torch``) and on CPUs with the
-vector instructions of the machine that compiled it (SCHEMA.md).
+vector instructions of the machine that compiled it (docs/operations.md).
+Loading an archive and the load check live in aoti_load.py; their public
+names are importable from here too.
 """
 
 import os
-import re
 import shutil
 import tempfile
-import zipfile
 
 import torch
 
+from . import aoti_load as _load
 from . import manifest as _manifest
 from . import package as _package
+# manypy.aoti.load, .Loaded, .RTOL, ... as the CLI, tests and tools name them.
+from .aoti_load import ATOL, MIN_TORCH, RTOL, Loaded, check_loads, load, torch_problem  # noqa: F401
 
 AOTI_PACKAGE, AOTI_RESOURCE = _manifest.AOTI_PACKAGE, _manifest.AOTI_RESOURCE
-# The first PyTorch whose libtorch has the C++ package loader
-# (torch/csrc/inductor/aoti_package/model_package_loader.h): Debian 13's 2.6.
-MIN_TORCH = (2, 6)
 
 # Inductor's CPU options for the compile (torch/_inductor/config.py, 2.6):
 # - freezing: the weights become constants of the graph, so Inductor folds
@@ -55,35 +55,9 @@ MIN_TORCH = (2, 6)
 # minutes per model on 2 cores).
 INDUCTOR_CONFIGS = {"freezing": True, "cpp.weight_prepack": True, "cpp.dynamic_threads": True}
 
-# How far the compiled model's outputs may be from eager PyTorch's (floating
-# point only; everything else must be equal). Compiled kernels fuse and
-# reorder float arithmetic and oneDNN's prepacked convolutions accumulate in
-# another order, so a deep network drifts more than TorchScript's 1e-5
-# (load_check.py) allows: measured 2.4e-6 largest difference on resnet18's
-# outputs (random weights, batch 1 and 4); 1e-4 leaves room for trained
-# weights' larger activations while a wrong kernel still fails.
-RTOL, ATOL = 1e-4, 1e-4
-
 _PYTHON_HINT = ("package it for the Python platform instead (manypy.package.export without "
                 "format='aoti'; manypy-package create without --format aoti): the server runs "
                 "any Python there")
-
-
-def torch_problem(version=None):
-    """Why this PyTorch cannot package (or load) an AOTInductor archive, or None."""
-    version = version or torch.__version__
-    m = re.match(r"^(\d+)\.(\d+)", version)
-    if m and (int(m.group(1)), int(m.group(2))) >= MIN_TORCH:
-        return None
-    return (f"format 'aoti' needs PyTorch {MIN_TORCH[0]}.{MIN_TORCH[1]} or newer "
-            f"(torch.export and AOTInductor's .pt2 packages, which the server runs in "
-            f"libtorch's AOTInductor runtime); this Python has PyTorch {version}")
-
-
-def _check_torch():
-    problem = torch_problem()
-    if problem:
-        raise ValueError(problem)
 
 
 class _Method(torch.nn.Module):
@@ -130,7 +104,7 @@ def export_program(model, args, inputs, max_batch_size, method=None):
     """torch.export's ExportedProgram of `model` (its `method`) for positional
     `args`, the batch dimension and the manifest's -1 dimensions dynamic. A
     model torch.export cannot capture is a ValueError with export's reason."""
-    _check_torch()
+    _load.check_torch()
     target = model if method in (None, "forward") else _Method(model, method)
     per_input = _dynamic_dims(inputs, max_batch_size)
     traced = tuple(_widened(a, sorted(d)) for a, d in zip(args, per_input))
@@ -235,7 +209,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None, example
     finished archive's .pt2 with AOTIModelPackageLoader, as the server does,
     and compares the examples' outputs (and one at max_batch_size) with the
     eager model's within RTOL/ATOL. Returns the manifest dict."""
-    _check_torch()
+    _load.check_torch()
     if device != "cpu":
         raise ValueError(f"device: {device!r}; manypy compiles AOTInductor archives for the CPU "
                          f"only (a CUDA package needs a CUDA libtorch to compile and serve)")
@@ -308,89 +282,3 @@ def _batch_of(value, size):
     """`value` (batch first) with its rows repeated to a batch of `size`."""
     reps = -(-size // value.shape[0])
     return torch.cat([value] * reps, dim=0)[:size].clone()
-
-
-def _read_pt2(path, manifest, folder):
-    """Extracts the archive's .pt2 into `folder` (the loader reads a file)."""
-    ep = manifest["entry_point"]
-    rel = f"{ep.get('package', AOTI_PACKAGE).replace('.', '/')}/{ep.get('resource', AOTI_RESOURCE)}"
-    with zipfile.ZipFile(path) as zf:
-        top = _package._top_folder(zf.namelist(), path)
-        target = os.path.join(folder, "model.pt2")
-        with zf.open(f"{top}/{rel}") as src, open(target, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-    return target
-
-
-class Loaded:
-    """An archive's compiled model as the server runs it: AOTIModelPackageLoader
-    (the same shared object in the same AOTInductor runtime), called with the flat
-    list of input tensors in manifest order, answering the flat list of
-    outputs in manifest order."""
-
-    def __init__(self, path, manifest=None):
-        _check_torch()
-        self.manifest = manifest or _package.read_manifest(path)
-        if self.manifest["platform"] != _manifest.AOTI_PLATFORM:
-            raise ValueError(f"{path}: platform {self.manifest['platform']!r} is not "
-                             f"{_manifest.AOTI_PLATFORM}")
-        folder = tempfile.mkdtemp(prefix="manypy-aoti-load-")
-        try:  # the loader extracts the package into a folder of its own
-            self.compiled = torch._inductor.aoti_load_package(_read_pt2(path, self.manifest, folder))
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-
-    def run(self, args):
-        with torch.inference_mode():
-            return list(self.compiled.loader.run(list(args)))
-
-    def __call__(self, *args):
-        return self.run(args)
-
-
-def load(path):
-    """(Loaded, manifest) of a torch_aoti archive, for tests and tools."""
-    loaded = Loaded(path)
-    return loaded, loaded.manifest
-
-
-def check_loads(path, manifest, examples, eager, display_path=None):
-    """Loads archive `path` as the server does (Loaded), runs `examples` and
-    compares with `eager` (the eager model's results, one per example). Raises
-    load_check.LoadCheckError naming what differs."""
-    from . import load_check  # imports package lazily; no cycle at import time
-
-    display_path = display_path or path
-    try:
-        loaded = Loaded(path, manifest)
-        got = [loaded.run(args) for args in examples]
-    except Exception as e:  # the loader's and the compiled code's failures
-        raise load_check.LoadCheckError(
-            f"load check: {display_path} does not load or run with AOTIModelPackageLoader: "
-            f"{type(e).__name__}: {e}") from e
-    want = load_check.eager_outputs(manifest, eager)
-    problems = load_check.signature_problems(manifest, got)
-    names = [o["name"] for o in manifest["outputs"]]
-    for i, (w, g) in enumerate(zip(want, got)):
-        for n, a, b in zip(names, w, g):
-            why = _differs(a, b)
-            if why:
-                problems.append(f"output '{n}' of example {i}: {why}")
-    if problems:
-        raise load_check.LoadCheckError(
-            f"load check: {display_path} loads, but the compiled model's outputs differ from "
-            f"the eager model's: {'; '.join(problems[:4])}")
-    return got
-
-
-def _differs(eager, loaded):
-    """None when equal (floating point within RTOL/ATOL), else why not."""
-    if eager.dtype != loaded.dtype or eager.shape != loaded.shape:
-        return f"eager {eager.dtype} {list(eager.shape)}, compiled {loaded.dtype} {list(loaded.shape)}"
-    if torch.equal(eager, loaded):
-        return None
-    if eager.is_floating_point() and torch.allclose(eager.double(), loaded.double(), rtol=RTOL,
-                                                    atol=ATOL, equal_nan=True):
-        return None
-    diff = (eager.double() - loaded.double()).abs().max().item() if eager.numel() else 0
-    return f"values differ (largest difference {diff:g}; allowed rtol {RTOL:g}, atol {ATOL:g})"
