@@ -1,5 +1,5 @@
 """compiled_mlp: a Python-overhead-bound model served compiled. 20 layers of
-(Linear 64x64 + ReLU) applied one by one in a Python loop, like mlp_loop,
+(Linear 64x64 + ReLU) applied one by one in a Python loop (mlp_loop's module),
 and build() returns torch.compile(model): Dynamo traces the loop away and
 Inductor fuses each bias, ReLU and the next layer's input into C++ kernels,
 which the server compiles when it loads the model (its warm-up) and keeps in
@@ -15,6 +15,8 @@ Signature (up to 16 rows per call, dynamic batching on): INPUT__0 FP32 [64]
 import torch
 from torch import nn
 
+from mlp_loop import MlpLoop
+
 FACTORY = True
 SIGNATURE = {
     "inputs": [{"name": "INPUT__0", "datatype": "FP32", "shape": [64]}],
@@ -25,17 +27,6 @@ SIGNATURE = {
 }
 
 LAYERS = 20
-
-
-class Mlp(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(64, 64) for _ in range(LAYERS))
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = torch.relu(layer(x))
-        return x
 
 
 def supported():
@@ -49,7 +40,7 @@ def build():
     """The compiled model in eval mode; the global RNG state is left untouched."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(7)
-        model = Mlp()
+        model = MlpLoop(LAYERS)
         for layer in model.layers:
             nn.init.normal_(layer.weight, std=(2.0 / 64) ** 0.5)
             nn.init.zeros_(layer.bias)

@@ -31,9 +31,9 @@ LAYERS = 100
 
 
 class MlpLoop(nn.Module):
-    def __init__(self):
+    def __init__(self, layers=LAYERS):
         super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(64, 64) for _ in range(LAYERS))
+        self.layers = nn.ModuleList(nn.Linear(64, 64) for _ in range(layers))
 
     def forward(self, x):
         for layer in self.layers:

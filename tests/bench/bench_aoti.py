@@ -33,7 +33,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python"), os.path.join(REPO, "models")]
 
 from bench_common import perf_window, start_manypy  # noqa: E402
-from paired_rounds import bootstrap_interval, verdict  # noqa: E402
+from paired_rounds import bootstrap_interval, verdict, write_verdicts  # noqa: E402
 
 PLATFORMS = ("python", "torchscript", "aoti")
 SUFFIX = {"python": "", "torchscript": "_ts", "aoti": "_aoti"}
@@ -205,18 +205,8 @@ def main():
                                   "median": mc["aoti_peak_rss_mib"] / mc["python_peak_rss_mib"],
                                   "target": 1.0, "higher_is_better": False,
                                   "verdict": "holds" if ok else "misses"})
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump(result, f, indent=1)
-    for t in result["targets"]:
-        interval = t.get("interval")
-        shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
-        print(f"{t['model']} {t['ratio']}: {t['median']:.2f}{shown} (target "
-              f"{'>=' if t['higher_is_better'] else '<='} {t['target']}): {t['verdict']}")
-    print(f"wrote {a.out}")
-    missed = any(t["verdict"] == "misses" for t in result["targets"])
+    missed = write_verdicts(result, a.out)
     return 1 if missed and not a.quick else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -28,7 +28,6 @@ exit status 1 when a target misses.
     /usr/bin/python3 tests/bench/bench_compile.py --build build --out bench-results/compile.json
 """
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -42,7 +41,7 @@ sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python"), os.path.jo
 
 from bench_aoti import Caller, summary  # noqa: E402
 from bench_common import perf_window, start_manypy  # noqa: E402
-from paired_rounds import verdict  # noqa: E402
+from paired_rounds import verdict, write_verdicts  # noqa: E402
 
 VARIANTS = ("eager", "compiled")
 # (model, ratio key, target); issue 40. Higher is better for all.
@@ -240,17 +239,8 @@ def main():
             ratios = [m[key] for m in result["ready"]["rounds"]]
             result["targets"].append(dict(verdict(ratios, target, False), model="small_compiled",
                                           ratio=key))
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump(result, f, indent=1)
-    for t in result["targets"]:
-        interval = t.get("interval")
-        shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
-        print(f"{t['model']} {t['ratio']}: {t['median']:.2f}{shown} (target "
-              f"{'>=' if t['higher_is_better'] else '<='} {t['target']}): {t['verdict']}")
-    print(f"wrote {a.out}")
-    return 1 if any(t["verdict"] == "misses" for t in result["targets"]) else 0
-
+    missed = write_verdicts(result, a.out)
+    return 1 if missed else 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -26,3 +26,21 @@ def verdict(ratios, target, higher_is_better):
         v = "holds" if high <= target else "misses" if low > target else "inconclusive"
     return {"median": statistics.median(ratios), "interval": [low, high], "target": target,
             "higher_is_better": higher_is_better, "rounds": len(ratios), "verdict": v}
+
+
+def write_verdicts(result, out):
+    """Writes `result` (with its "targets": verdict() dicts, each naming its
+    "model" and "ratio") to the JSON file `out`, prints one line a target;
+    returns whether any target misses."""
+    import json
+    import os
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(result, f, indent=1)
+    for t in result["targets"]:
+        interval = t.get("interval")
+        shown = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+        print(f"{t['model']} {t['ratio']}: {t['median']:.2f}{shown} (target "
+              f"{'>=' if t['higher_is_better'] else '<='} {t['target']}): {t['verdict']}")
+    print(f"wrote {out}")
+    return any(t["verdict"] == "misses" for t in result["targets"])
