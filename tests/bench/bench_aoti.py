@@ -139,8 +139,10 @@ def bench_model_call(binary, repository, name, rounds, seconds, threads):
     return result
 
 
-def bench_served(binaries, repository, name, seconds, concurrencies):
-    model = f"{name}_aoti"
+def bench_served(binaries, repository, model, seconds, concurrencies):
+    """`model` served over gRPC by manypy-server (2 interpreters, dynamic
+    batching off: a request is a call), manypy-perf --async at each
+    concurrency: {"concurrency_C": {infer_per_s, p50_ms, p99_ms}}."""
     server, ports = start_manypy(os.path.join(binaries, "manypy-server"), repository, [model], 2,
                                  [f"--model-config={model}:dynamic_batching=false"])
     served = {}
@@ -151,13 +153,12 @@ def bench_served(binaries, repository, name, seconds, concurrencies):
             r = perf_window(perf, ports["grpc"], model, c, seconds, extra=["--async"])
             served[f"concurrency_{c}"] = {"infer_per_s": r["infer_per_s"], "p50_ms": r["p50_ms"],
                                           "p99_ms": r["p99_ms"]}
-            print(f"[aoti] served {model} c={c}: {r['infer_per_s']:.0f} infer/s, p50 "
+            print(f"[bench] served {model} c={c}: {r['infer_per_s']:.0f} infer/s, p50 "
                   f"{r['p50_ms']:.3f} ms, p99 {r['p99_ms']:.3f} ms", file=sys.stderr)
     finally:
         server.terminate()
         server.wait()
     return served
-
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -190,7 +191,7 @@ def main():
             os.path.join(binaries, "manypy-bench-model-call"), repository, name, a.rounds,
             a.seconds, threads=2)
     if "small" in models:
-        result["served_small_aoti"] = bench_served(binaries, repository, "small", a.seconds,
+        result["served_small_aoti"] = bench_served(binaries, repository, "small_aoti", a.seconds,
                                                    (1, 16))
         result["served_small_aoti"]["model_call_calls_per_s"] = \
             result["model_call"]["small"]["aoti_calls_per_s"]

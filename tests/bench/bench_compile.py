@@ -30,7 +30,6 @@ exit status 1 when a target misses.
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,8 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python"), os.path.join(REPO, "models")]
 
-from bench_aoti import Caller, summary  # noqa: E402
-from bench_common import perf_window, start_manypy  # noqa: E402
+from bench_aoti import Caller, bench_served, summary  # noqa: E402
+from bench_common import start_manypy  # noqa: E402
 from paired_rounds import verdict, write_verdicts  # noqa: E402
 
 VARIANTS = ("eager", "compiled")
@@ -138,26 +137,14 @@ def bench_model_call(binary, repository, name, rounds, seconds):
     return result
 
 
-def bench_served(binaries, repository, name, seconds, concurrencies):
+def served_variants(binaries, repository, name, seconds, concurrencies):
+    """Each variant of `name` served as bench-aoti serves its archives."""
     served = {}
     for variant in VARIANTS:
-        model = f"{name}_{variant}"
-        server, ports = start_manypy(os.path.join(binaries, "manypy-server"), repository, [model],
-                                     2, [f"--model-config={model}:dynamic_batching=false"])
-        try:
-            perf = os.path.join(binaries, "manypy-perf")
-            perf_window(perf, ports["grpc"], model, 1, 1.0)  # warm
-            for c in concurrencies:
-                r = perf_window(perf, ports["grpc"], model, c, seconds, extra=["--async"])
-                served[f"{variant}_concurrency_{c}"] = {
-                    "infer_per_s": r["infer_per_s"], "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"]}
-                print(f"[compile] served {model} c={c}: {r['infer_per_s']:.0f} infer/s, p50 "
-                      f"{r['p50_ms']:.3f} ms", file=sys.stderr)
-        finally:
-            server.terminate()
-            server.wait()
+        for key, figures in bench_served(binaries, repository, f"{name}_{variant}", seconds,
+                                         concurrencies).items():
+            served[f"{variant}_{key}"] = figures
     return served
-
 
 def seconds_to_ready(server_binary, repository, model, interpreters, cache):
     """Seconds from exec to the server's "listening" line with `model` READY
@@ -227,7 +214,7 @@ def main():
         result["model_call"][name] = bench_model_call(
             os.path.join(binaries, "manypy-bench-model-call"), repository, name, a.rounds, a.seconds)
     for name in models:
-        result["served"][name] = bench_served(binaries, repository, name, a.seconds, (1, 16))
+        result["served"][name] = served_variants(binaries, repository, name, a.seconds, (1, 16))
     if "small" in models:
         result["ready"] = bench_ready(binaries, repository, "small_compiled", a.ready_rounds)
     for name, key, target in TARGETS:
