@@ -51,24 +51,17 @@ class CompileToolchainError(RuntimeError):
 
 
 OPTIONAL_MODULES_RECORD = "manypy/optional_modules"
-USES_COMPILE_RECORD = "uses_torch_compile"
-
-
-def import_compiler_if_used(source):
-    """Imports torch's compiler (Dynamo, Inductor) when the archive at `source` says
-    its code calls torch.compile (manypy/uses_torch_compile): before the
-    host measures the model's Python heap with tracemalloc, which made that
-    import take 6 s instead of 1.2; and what it builds is shared by every
-    compiled model of the interpreter, like torch itself."""
-    import zipfile
-    with zipfile.ZipFile(source) as archive:
-        if not any(n.endswith("/manypy/" + USES_COMPILE_RECORD) for n in archive.namelist()):
-            return False
+def import_compiler():
+    """Imports torch's compiler (Dynamo, Inductor) for an archive whose code
+    calls torch.compile (manypy/uses_torch_compile; PythonModel::Prepare
+    asks): before the host measures the model's Python heap with
+    tracemalloc, which made that import take 6 s instead of 1.2; and what it
+    builds is shared by every compiled model of the interpreter, like torch
+    itself."""
     # What torch.compile imports: wrapping a function runs it all (Dynamo,
     # the backend's registry, Inductor's config); nothing is compiled until
     # the wrapper's first call, which never comes.
     torch.compile(_identity)
-    return True
 
 
 def _identity(x):

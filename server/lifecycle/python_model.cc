@@ -2,6 +2,7 @@
 
 #include <ATen/Context.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "interpreters/python_error.h"
@@ -33,6 +34,7 @@ constexpr size_t kArenaReserveBytes = 0;
 // model_runtime.py raises it when the server's Python lacks an extern module.
 constexpr const char* kMissingModulesError = "manypy_model_runtime.MissingModulesError";
 constexpr const char* kCompileToolchainError = "manypy_model_runtime.CompileToolchainError";
+constexpr const char* kUsesCompileEntry = "manypy/uses_torch_compile";
 
 Value EntryPointValue(const EntryPoint& e) {
   return Value::Dict({
@@ -167,9 +169,12 @@ Status PythonModel::Prepare(size_t slot) {
     // do not blur the figure, as they would an RSS or malloc-wide delta. A
     // model that traces memory itself is left alone (its figure is then 0).
     // Measured once per archive file (python_heap_measurements.h).
-    session.DefineModule(kRuntimeModule, kModelRuntimeSource)
-        .Attr("import_compiler_if_used")
-        .Call({Value(storages_->copy_path())});
+    // An archive whose code calls torch.compile says so (SCHEMA.md): torch's
+    // compiler is imported before the heap is measured (model_runtime.py).
+    const auto& entries = archive_->entries();
+    if (std::find(entries.begin(), entries.end(), kUsesCompileEntry) != entries.end()) {
+      session.DefineModule(kRuntimeModule, kModelRuntimeSource).Attr("import_compiler").Call();
+    }
     PythonHeapMeasurements& measured = PythonHeapMeasurements::Shared();
     std::optional<int64_t> known = measured.Find(heap_key_);
     bool trace = !known.has_value() &&
