@@ -12,7 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "server/inference/execution.h"
 #include "server/inference/finish.h"
+#include "server/inference/slot_table.h"
+#include "server/inference/watchdog.h"
 
 namespace manypy {
 
@@ -99,25 +102,6 @@ class Dispatcher {
   size_t slots() const { return options_.slots; }
 
  private:
-  struct Execution {
-    std::shared_ptr<DispatchedModel> model;
-    std::vector<RequestPtr> requests;
-    InterruptHook hook;
-    Clock::time_point started;
-    /// The latest client deadline of its requests: past it, no one waits for the answer.
-    Clock::time_point deadline = Clock::time_point::min();
-    Clock::time_point interrupt_at = Clock::time_point::max();  // guarded by mu_
-    bool answered = false;  // guarded by mu_: by the worker, or by Abandon
-    /// Guarded by mu_: interrupted because every request's client left or its
-    /// deadline passed (not for its execution limit).
-    bool no_one_waits = false;
-    /// Guarded by mu_: when the watchdog first saw no one waiting for a
-    /// streaming execution (max: not yet). Its generator gets a grace period
-    /// to reach its next yield, where it is closed (GeneratorExit), before
-    /// the watchdog interrupts it.
-    Clock::time_point no_one_waits_since = Clock::time_point::max();
-  };
-  using ExecutionPtr = std::shared_ptr<Execution>;
 
   void Work(size_t slot);
   void Watch();
@@ -137,44 +121,23 @@ class Dispatcher {
   void LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model);  // REQUIRES: mu_
   /// Nothing queued or running in any model. REQUIRES: mu_.
   bool IdleLocked() const;
+  /// Answers a request that left its queue unrun (ExpiredStatus).
   static void Expire(const DispatchedModel& model, RequestPtr request);
-  /// Whether no request in `execution` still has a client waiting at `now`:
-  /// each one's client has gone (cancelled, disconnected) or its deadline has
-  /// passed. REQUIRES: mu_, and `execution` not answered yet.
-  static bool NoOneWaits(const Execution& execution, Clock::time_point now);
-  /// For a streaming execution no one waits for: whether its grace period
-  /// (to reach its next yield) is over at `now`, starting it if need be.
-  /// True for any other. REQUIRES: mu_.
-  static bool StreamGraceOver(Execution& execution, Clock::time_point now);
-  /// Why the interrupted `execution` ended, for `request` (its client left:
-  /// CANCELLED; its deadline passed: DEADLINE_EXCEEDED; else its execution
-  /// limit). `ran`: how long it ran.
-  static Status InterruptedStatus(const Execution& execution, const InferenceRequest& request,
-                                  bool no_one_waits, std::chrono::microseconds ran);
 
   const Options options_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_;      // work may be available
   std::condition_variable watchdog_cv_;  // a deadline may have moved earlier
   std::condition_variable idle_cv_;      // a model drained / everything idle
-  std::condition_variable slot_cv_;      // a slot finished an execution or was given back
   std::condition_variable nested_cv_;    // a nested request was answered, or an execution ended
   size_t nested_waiting_ = 0;            // guarded by mu_: SubmitNested calls waiting
   std::vector<std::shared_ptr<DispatchedModel>> models_;  // guarded by mu_; dispatch order
   size_t cursor_ = 0;                                // guarded by mu_: next model to serve
   std::set<ExecutionPtr> running_;                   // guarded by mu_
-  std::vector<bool> slot_executing_;                 // guarded by mu_: per slot
-  std::vector<bool> slot_held_;                      // guarded by mu_: per slot, by RunOnSlot
-  /// Guarded by mu_: per slot, the states of sequences that timed out, for
-  /// that slot's worker to drop in its interpreter (only it may enter it).
-  struct StateDrop {
-    std::shared_ptr<DispatchedModel> model;
-    std::string key;
-  };
-  std::vector<std::vector<StateDrop>> slot_drops_;
+  SlotTable slots_;                                  // guarded by mu_
   /// Drops `drops` on `slot`, which this worker holds.
   /// REQUIRES: `lock` holds mu_ (released meanwhile).
-  void DropStates(size_t slot, std::vector<StateDrop> drops, std::unique_lock<std::mutex>& lock);
+  void DropStates(size_t slot, std::vector<SlotTable::StateDrop> drops, std::unique_lock<std::mutex>& lock);
   Clock::time_point watchdog_wake_;                  // guarded by mu_
   bool draining_ = false;                            // guarded by mu_
   bool stopping_ = false;                            // guarded by mu_

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,10 @@ struct InferenceRequest {
   /// then gives the final status.
   std::function<Status(std::vector<Value>& outputs, std::chrono::microseconds stall_limit)> stream;
   RequestTimes times;
+  /// Held from its model's Infer until the request goes (after Finish): its
+  /// model version counts it in flight (lifecycle/model_leases.h). Null unless
+  /// the server keeps a memory budget.
+  std::shared_ptr<void> lease;
 };
 
 }  // namespace manypy

@@ -8,6 +8,7 @@
 
 #include "server/inference/dispatcher.h"
 #include "server/inference/response_cache.h"
+#include "server/lifecycle/model_leases.h"
 #include "server/lifecycle/model_settings.h"
 
 namespace manypy {
@@ -21,9 +22,11 @@ class Model {
  public:
   /// `cache`: the server's response cache when this version uses it, else
   /// null; it must outlive the model.
+  /// `leases`: counts this version's requests in flight (each Infer takes one),
+  /// or null when nothing needs to know (no memory budget).
   Model(std::string path, ModelSettings settings, LoadTimes times, MemoryFootprint memory,
         std::shared_ptr<DispatchedModel> queue, Dispatcher* dispatcher,
-        ResponseCache* cache = nullptr)
+        ResponseCache* cache = nullptr, std::shared_ptr<VersionLeases> leases = nullptr)
       : path_(std::move(path)),
         settings_(std::move(settings)),
         times_(times),
@@ -31,7 +34,8 @@ class Model {
         queue_(std::move(queue)),
         dispatcher_(dispatcher),
         cache_(cache),
-        cache_owner_(cache != nullptr ? cache->NewOwner() : 0) {}
+        cache_owner_(cache != nullptr ? cache->NewOwner() : 0),
+        leases_(std::move(leases)) {}
 
   const Manifest& manifest() const { return queue_->manifest(); }
   const std::string& name() const { return manifest().name; }
@@ -50,6 +54,7 @@ class Model {
   /// unloaded (and drained) since the handle was taken, the request comes
   /// back unanswered: look the model up again.
   [[nodiscard]] RequestPtr Infer(RequestPtr request, bool wake_worker = true) const {
+    if (leases_ != nullptr) request->lease = leases_->Take();
     return dispatcher_->Submit(queue_, std::move(request), wake_worker);
   }
   /// Answers a request that failed Prepare, counting it as failed.
@@ -70,6 +75,8 @@ class Model {
   ResponseCache* response_cache() const { return cache_; }
   /// This load's owner id in the cache: a reload of the same version is another.
   uint64_t cache_owner() const { return cache_owner_; }
+  /// This version's leases (null without a memory budget).
+  const std::shared_ptr<VersionLeases>& leases() const { return leases_; }
   /// Drops this load's cache entries (it stops serving).
   void DropCachedResponses() const {
     if (cache_ != nullptr) cache_->DropOwner(cache_owner_);
@@ -84,6 +91,7 @@ class Model {
   Dispatcher* const dispatcher_;
   ResponseCache* const cache_;
   const uint64_t cache_owner_;
+  const std::shared_ptr<VersionLeases> leases_;
 };
 
 }  // namespace manypy

@@ -1,8 +1,8 @@
-// ModelManager: loads, warms up and registers model versions (at start, on
+// ModelManager: the lifecycle's facade. Loads model versions (at start, on
 // request, or on a model's first inference), swaps them without failing
 // requests, evicts idle ones under a memory budget, unloads, and hands out
-// short-lived ref-counted handles.
-// Thread-safe. Lock order: load_mu_, mu_, then the Dispatcher's; no GIL under mu_.
+// short-lived ref-counted handles. Thread-safe. Lock order: load_mu_, the
+// registry's mutex, then the Dispatcher's; no GIL under the registry's.
 #pragma once
 
 #include <atomic>
@@ -19,44 +19,18 @@
 #include "interpreters/pool.h"
 #include "server/inference/dispatcher.h"
 #include "server/lifecycle/background_thread.h"
+#include "server/lifecycle/budget_keeper.h"
+#include "server/lifecycle/load_pipeline.h"
 #include "server/lifecycle/load_waiters.h"
 #include "server/lifecycle/memory_budget.h"
 #include "server/lifecycle/model.h"
 #include "server/lifecycle/model_name.h"
+#include "server/lifecycle/model_registry.h"
 #include "server/lifecycle/model_repository.h"
-#include "server/lifecycle/version_lifecycle.h"
+#include "server/lifecycle/model_status.h"
+#include "server/lifecycle/version_retirer.h"
 
 namespace manypy {
-
-/// A model version's row in the repository index, in the protocol's words
-/// (Triton's states). Each version moves through VersionLifecycle; the row
-/// shows it as LOADING (Loading), READY (Ready), UNLOADING (Draining or
-/// Unloading after a newer version replaced it) or UNAVAILABLE with a reason
-/// (failed, unloaded, or in the repository and not loaded).
-enum class ModelState { kLoading, kReady, kUnloading, kUnavailable };
-const char* ModelStateName(ModelState state);
-
-struct ModelStatus {
-  ModelStatus() = default;
-  ModelStatus(std::string name, int64_t version, ModelState state, std::string reason)
-      : name(std::move(name)), version(version), state(state), reason(std::move(reason)) {}
-
-  std::string name;
-  int64_t version = 0;  ///< serving (or last attempted) version; 0 if none
-  ModelState state = ModelState::kUnavailable;
-  std::string reason;
-  /// In the repository, and no load of it was asked for (not a failure).
-  bool not_loaded = false;
-  /// A READY version's memory, measured at load.
-  MemoryFootprint memory;
-};
-
-/// What metadata and config are made of: a loaded version's manifest and
-/// settings, or (on-demand mode) those of the archive that would load.
-struct ModelDescription {
-  Manifest manifest;
-  ModelSettings settings;
-};
 
 class ModelManager {
  public:
@@ -80,8 +54,7 @@ class ModelManager {
     /// Turns one archive into what the dispatcher runs and fills `manifest`
     /// (validated). Called on the loading thread, never under the manager's
     /// locks. Empty: PythonModel::Load into the pool. Tests inject fakes here.
-    using Loader = std::function<StatusOr<std::shared_ptr<Executable>>(
-        const std::string& archive_path, Manifest* manifest)>;
+    using Loader = LoadContext::Loader;
     Loader loader = nullptr;
     /// Interpreter slots (bound of instance_count, warm-up slots) when there
     /// is no pool; with a pool, its size is used and this is ignored.
@@ -94,6 +67,13 @@ class ModelManager {
   /// otherwise). `pool` and `dispatcher` must outlive the manager.
   static StatusOr<std::unique_ptr<ModelManager>> Create(InterpreterPool* pool,
                                                        Dispatcher* dispatcher, Options options);
+  /// Create without loading: a missing repository is NOT_FOUND, as there;
+  /// then LoadStartupModels once (the server first registers what a model's
+  /// Python may call while it loads).
+  static StatusOr<std::unique_ptr<ModelManager>> Open(InterpreterPool* pool,
+                                                     Dispatcher* dispatcher, Options options);
+  /// Loads the startup models, all at once per model (no frontend serves yet).
+  void LoadStartupModels();
   /// Runs the changes asked for and the unloads of versions that have
   /// drained; one that is still running (stuck in native code) is left to
   /// the process's exit.
@@ -137,93 +117,15 @@ class ModelManager {
   const ModelRepository& repository() const { return repository_; }
   const BudgetLimits& budget() const { return options_.budget; }
   /// Bytes held by every loaded, loading or draining version (what the budget counts).
-  int64_t ResidentBytes() const;
+  int64_t ResidentBytes() const { return budget_.ResidentBytes(); }
 
  private:
-  ModelManager(size_t slots, Dispatcher* dispatcher, Options options)
-      : slots_(slots),
-        dispatcher_(dispatcher),
-        options_(std::move(options)),
-        repository_(options_.repository, options_.archive_limits) {
-    drain_guard_->manager = this;
-  }
-
-  // One loaded (or loading) version: its lifecycle and, from Ready until it
-  // is unloaded, its handle.
-  struct LoadedVersion {
-    LoadedVersion(const std::string& name, int64_t version) : lifecycle(name, version) {}
-    VersionLifecycle lifecycle;
-    std::shared_ptr<Model> model;  // guarded by mu_
-    int64_t bytes = 0;             // guarded by mu_: measured at load; until unloaded
-  };
-  using VersionPtr = std::shared_ptr<LoadedVersion>;
-
-  // One model, by name. Guarded by mu_.
-  struct ModelEntry {
-    VersionPtr serving;  ///< Ready: takes new requests
-    VersionPtr loading;  ///< Loading, while a load runs (another may serve meanwhile)
-    ModelStatus shown;   ///< its row while nothing serves: unloaded, failed, or gone
-    ModelStatus failed;  ///< the last version that failed to load while another served
-    bool pinned = false;      ///< loaded at start (--load-model): never evicted
-    uint64_t last_used = 0;   ///< use_clock_ at its last inference lookup
-  };
-
-  // Lets the dispatcher's drained callbacks reach the manager only while it
-  // lives (the dispatcher outlives it): the destructor clears `manager`.
-  struct DrainGuard {
-    std::mutex mu;
-    ModelManager* manager = nullptr;  // guarded by mu
-  };
-
-  enum class LoadCause { kRequested, kOnDemand };
-  /// Load; an on-demand load of a model that serves by then does nothing.
-  Status LoadModel(const std::string& name, LoadCause cause);
-  /// The on-demand load Acquire starts, on demand_: counts and logs a cold load.
+  ModelManager(size_t slots, Dispatcher* dispatcher, Options options);
+  /// Loads `name` through `pipeline`, one load or unload at a time.
+  Status LoadWith(LoadPipeline& pipeline, const std::string& name);
+  /// The on-demand load Acquire starts, on demand_: counts and logs a cold
+  /// load; a load of a model that serves by then does nothing.
   Status LoadOnDemand(const std::string& name);
-  /// Where a load's heavy work (preparing slots, unloading what it evicts)
-  /// runs: for a load a request waits for (on-demand), at normal priority:
-  /// inline on demand_ and on demand_unloads_; for a load asked for, at
-  /// background priority on loader_.
-  void RunLoadWork(LoadCause cause, const std::function<void()>& work);
-  BackgroundThread& UnloaderFor(LoadCause cause) {
-    return cause == LoadCause::kOnDemand ? demand_unloads_ : loader_;
-  }
-  /// What a load of `entry` is expected to need: its archive's size plus what
-  /// the model's Python measured at its last load (0 before its first).
-  int64_t EstimateBytes(const RepositoryEntry& entry) const;
-  /// Evicts idle models (on-demand mode) until `needed` more bytes fit the
-  /// budget beside what is resident, waiting for their unloads; `name`'s own
-  /// versions are never evicted for it. RESOURCE_EXHAUSTED when they cannot fit.
-  Status MakeRoom(const std::string& name, int64_t needed, LoadCause cause, bool adds_model = true);
-  /// After `name` loaded and measured more than its estimate: evicts idle
-  /// models until the total is within the budget again (a warning if it cannot).
-  void FitAfterLoad(const std::string& name, LoadCause cause);
-  /// Every loaded, loading and draining version, as the budget sees them. REQUIRES: mu_.
-  std::vector<ResidentModel> Resident(const std::string& loading) const;
-  /// Stops serving `victim` to make room for `for_model`, unloading it on
-  /// `unloader`. REQUIRES: mu_.
-  void Evict(const ResidentModel& victim, const std::string& for_model, BackgroundThread& unloader);
-  /// Loads, warms up and registers one archive.
-  StatusOr<std::shared_ptr<Model>> LoadVersion(const RepositoryEntry& entry, LoadCause cause);
-  /// Prepares and warms up `executable` on every interpreter slot, each held
-  /// out of dispatch meanwhile (once past start: one at a time, through
-  /// RunLoadWork); adds the time taken to `times`.
-  Status PrepareEverySlot(Executable& executable, const Manifest& manifest, int64_t warmup_runs,
-                          LoadCause cause, LoadTimes* times);
-  /// Between a load's first interpreter's Prepare and its warm-up (which
-  /// reads the weights): room in the budget for what that interpreter
-  /// measured, in every interpreter. Before a model's first load its estimate
-  /// is its archive alone; its Python (a table built at import) would
-  /// otherwise pass the budget in every interpreter until FitAfterLoad evicted.
-  Status ReserveMeasured(const Executable& executable, const std::string& name, LoadCause cause);
-  /// Releases `executable` on every slot in turn, each held out of dispatch.
-  void ReleaseEverySlot(Executable& executable);
-  /// Ready -> Draining: stops dispatching new requests to `version`; once the
-  /// dispatcher says it has drained, it is unloaded on `unloader` (loader_ but
-  /// for what an on-demand load evicts). REQUIRES: mu_.
-  void Retire(const VersionPtr& version, BackgroundThread& unloader);
-  /// Draining -> Unloading -> Unloaded, slot by slot, on its unloader.
-  void UnloadDrained(const VersionPtr& version);
 
   const size_t slots_;  // interpreters a model may run on
   Dispatcher* const dispatcher_;
@@ -231,21 +133,23 @@ class ModelManager {
   const ModelRepository repository_;
 
   InferenceStatsRegistry stats_;  // per version, across reloads (thread-safe)
-  std::mutex load_mu_;  // one load or unload at a time
-  // True while Create loads the startup models (no frontend serves yet).
-  std::atomic<bool> starting_{true};
+  std::mutex load_mu_;            // one load or unload at a time
   std::atomic<bool> stopping_{false};  // set first by the destructor
-  mutable std::mutex mu_;
-  std::map<std::string, ModelEntry> models_;  // guarded by mu_
-  std::vector<VersionPtr> retiring_;          // guarded by mu_: Draining or Unloading
-  std::atomic<uint64_t> use_clock_{0};        // orders inference lookups, for LRU
-  // Guarded by mu_: per model name, what its Python measured at its last load
-  // (the estimate of its next load).
-  std::map<std::string, int64_t> slot_bytes_seen_;
-  // Guarded by mu_: names with a valid archive at the last scan (start, Index),
-  // so that a model that is there but not loaded is told so.
-  mutable std::set<std::string> repository_names_;
-  const std::shared_ptr<DrainGuard> drain_guard_ = std::make_shared<DrainGuard>();
+  std::atomic<uint64_t> use_clock_{0};  // orders inference lookups, for LRU
+  // Lease returns and unloads, which the budget keeper waits for (requests
+  // take leases only under a budget).
+  const std::shared_ptr<LeaseEvents> events_ = std::make_shared<LeaseEvents>();
+  ModelRegistry registry_;
+  VersionRetirer retirer_;
+  BudgetKeeper budget_;
+  const LoadContext context_;
+  // Where each kind of load runs: at start every slot at once, inline; asked
+  // for (Load, LoadAsync), slot by slot at background priority on loader_;
+  // on demand (a request waits), slot by slot at normal priority, inline on
+  // demand_, evictions unloaded on demand_unloads_.
+  LoadPipeline startup_;
+  LoadPipeline requested_;
+  LoadPipeline on_demand_;
   // Loads once serving (and their failure's cleanup) and unloads drained
   // versions, at background priority, off every request thread.
   BackgroundThread loader_{"manypy-loader"};

@@ -50,7 +50,14 @@ Status VersionLifecycle::Fail(std::string reason) {
   return moved;
 }
 
-Status VersionLifecycle::Drain() { return Move(VersionState::kReady, VersionState::kDraining); }
+Status VersionLifecycle::Drain(std::string reason) {
+  Status moved = Move(VersionState::kReady, VersionState::kDraining);
+  if (moved.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reason_ = std::move(reason);
+  }
+  return moved;
+}
 
 Status VersionLifecycle::StartUnload() {
   return Move(VersionState::kDraining, VersionState::kUnloading);

@@ -35,13 +35,14 @@ class VersionLifecycle {
   const std::string& name() const { return name_; }
   int64_t version() const { return version_; }
   VersionState state() const;
-  /// Why it failed (Failed), else empty.
+  /// Why it failed (Failed), or why it stopped serving (Drain's reason), else empty.
   std::string reason() const;
 
   // One method per transition.
   Status Ready();                     ///< Loading -> Ready
   Status Fail(std::string reason);    ///< Loading -> Failed
-  Status Drain();                     ///< Ready -> Draining
+  /// Ready -> Draining; `reason` says why ("" when a newer version replaced it).
+  Status Drain(std::string reason = "");
   Status StartUnload();               ///< Draining -> Unloading
   Status FinishUnload();              ///< Unloading -> Unloaded
 

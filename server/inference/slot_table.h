@@ -1,0 +1,76 @@
+// SlotTable: per interpreter slot, whether its worker executes a call there,
+// whether a RunOnSlot caller holds it, and the sequence states to drop there.
+// Guarded by the Dispatcher's mutex: every method REQUIRES it held (`lock`).
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/inference/dispatched_model.h"
+
+namespace manypy {
+
+class SlotTable {
+ public:
+  /// A timed-out sequence's state, for the worker of the slot that holds it
+  /// to drop in its interpreter (only that worker may enter it).
+  struct StateDrop {
+    std::shared_ptr<DispatchedModel> model;
+    std::string key;
+  };
+
+  explicit SlotTable(size_t slots) : executing_(slots, false), held_(slots, false), drops_(slots) {}
+
+  size_t size() const { return held_.size(); }
+  bool held(size_t slot) const { return held_[slot]; }
+  bool executing(size_t slot) const { return executing_[slot]; }
+
+  /// The worker of `slot` starts a call (or drops states) there; returns
+  /// whether one ran there already (a nested call runs on its caller's slot),
+  /// to hand back to EndExecuting.
+  bool BeginExecuting(size_t slot) {
+    bool was = executing_[slot];
+    executing_[slot] = true;
+    return was;
+  }
+  /// The call ended: wakes a Hold waiting for it.
+  void EndExecuting(size_t slot, bool was_executing) {
+    executing_[slot] = was_executing;
+    changed_.notify_all();
+  }
+
+  /// Takes `slot` out of dispatch: waits for another holder to give it back,
+  /// marks it held (so its worker starts nothing new: a busy slot must not
+  /// keep a load waiting for as long as requests come), then waits for the
+  /// call running there to end.
+  void Hold(size_t slot, std::unique_lock<std::mutex>& lock) {
+    changed_.wait(lock, [&] { return !held_[slot]; });
+    held_[slot] = true;
+    changed_.wait(lock, [&] { return !executing_[slot]; });
+  }
+  /// Gives `slot` back to dispatch (the caller then wakes its workers).
+  void GiveBack(size_t slot) {
+    held_[slot] = false;
+    changed_.notify_all();
+  }
+  /// A worker whose slot is held waits here for a change.
+  void WaitForChange(std::unique_lock<std::mutex>& lock) { changed_.wait(lock); }
+  /// Wakes every waiter (shutdown).
+  void WakeAll() { changed_.notify_all(); }
+
+  void AddDrop(size_t slot, StateDrop drop) { drops_[slot].push_back(std::move(drop)); }
+  bool has_drops(size_t slot) const { return !drops_[slot].empty(); }
+  std::vector<StateDrop> TakeDrops(size_t slot) { return std::exchange(drops_[slot], {}); }
+
+ private:
+  std::vector<bool> executing_;
+  std::vector<bool> held_;
+  std::vector<std::vector<StateDrop>> drops_;
+  std::condition_variable changed_;  // a slot ended a call or was given back
+};
+
+}  // namespace manypy

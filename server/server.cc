@@ -1,0 +1,296 @@
+#include "server/server.h"
+
+#include <ATen/Parallel.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "interpreters/pool.h"
+#include "interpreters/thread_policy.h"
+#include "server/allocator_info.h"
+#include "server/auth/access_tokens.h"
+#include "server/blas_info.h"
+#include "server/core/inference_server.h"
+#include "server/core/python_services.h"
+#include "server/cpu_quota.h"
+#include "server/grpc/grpc_connection_limit.h"
+#include "server/grpc/grpc_frontend.h"
+#include "server/grpc/grpc_tls.h"
+#include "server/grpc/listening_sockets.h"
+#include "server/http/http_frontend.h"
+#include "server/inference/dispatcher.h"
+#include "server/lifecycle/model_manager.h"
+#include "server/lifecycle/python_model.h"
+#include "server/log.h"
+#include "server/metrics/compile_metrics.h"
+#include "server/metrics/metrics_server.h"
+#include "server/metrics/python_metrics.h"
+
+namespace manypy {
+namespace {
+
+constexpr const char* kServiceName = "inference.GRPCInferenceService";
+// Boost.Asio threads of the HTTP frontend: its sessions only parse and write;
+// the models run on the dispatcher's workers.
+constexpr int kHttpIoThreads = 2;
+// How long an HTTP connection may take to send a request's header and body.
+constexpr auto kHttpReadTimeout = std::chrono::seconds(30);
+
+// A part that could not start: its code is never INVALID_ARGUMENT, which
+// Start keeps for an option's file that is wrong.
+Status CannotStart(const std::string& what) { return Unavailable(what); }
+
+void LogMathLibraries(size_t interpreters) {
+  int intra = at::get_num_threads();
+  LimitBlasThreads(intra);
+  BlasInfo blas = DetectBlas();
+  std::string blas_threads = blas.follows_openmp ? "threads follow libtorch's (OpenMP)"
+                             : blas.threads > 0  ? std::to_string(blas.threads) + " thread(s)"
+                                                 : "threads unknown";
+  Log(LogLevel::kInfo, "math: BLAS " + blas.name + (blas.path.empty() ? "" : " (" + blas.path + ")") +
+                           ", " + blas_threads + "; libtorch " + std::to_string(intra) +
+                           " intra-op thread(s) per interpreter x " + std::to_string(interpreters) +
+                           " interpreter(s)");
+  Log(LogLevel::kInfo, "memory: " + MallocName());
+  if (blas.reference) {
+    Log(LogLevel::kWarning,
+        "libtorch calls the reference (netlib) BLAS: linear layers, attention and LSTMs run up to "
+        "19x slower than with OpenBLAS; install libopenblas0-openmp (tools/debian-packages.txt)");
+  }
+}
+
+void LogCredentials(const ServerOptions& options, const AccessTokens& tokens,
+                    const TlsCredentials* tls) {
+  if (!options.auth_token_file.empty()) {
+    Log(LogLevel::kInfo, "auth: a bearer token is required on every call but the health probes");
+  }
+  if (tokens.has_management_token()) {
+    Log(LogLevel::kInfo, "auth: the repository API requires the management token");
+  }
+  if (tls != nullptr) {
+    Log(LogLevel::kInfo, std::string("tls: gRPC and HTTP serve TLS only (1.2 or newer); client certificates ") +
+                             (tls->require_client_certificates()
+                                  ? "required, verified against " + options.tls_client_ca_file
+                                  : "not requested") +
+                             "; metrics stay plain HTTP");
+  }
+}
+
+// The start-up models' outcome, one line each.
+size_t LogStartupModels(const ModelManager& models) {
+  size_t ready = 0;
+  for (const auto& s : models.Index()) {
+    if (s.state == ModelState::kReady) {
+      ++ready;
+      Log(LogLevel::kInfo, "model " + s.name + " version " + std::to_string(s.version) + " READY");
+    } else if (!s.reason.empty() && !s.not_loaded) {
+      Log(LogLevel::kWarning, "model " + s.name + " " + ModelStateName(s.state) + ": " + s.reason);
+    }
+  }
+  return ready;
+}
+
+PoolOptions PoolOptionsFor(const ServerOptions& options) {
+  // Without --interpreters, one per CPU the container's limit (cgroup quota) allows.
+  const size_t cores = HardwareCores();
+  const CpuLimit cpu = DetectCpuLimit(cores);
+  PoolOptions pool;
+  pool.interpreters = options.interpreters > 0 ? options.interpreters : cpu.cpus;
+  pool.intra_op_threads = DefaultIntraOpThreads(pool.interpreters, cpu.cpus);
+  pool.cache_dir = options.cache_dir;
+  pool.compile_cache_dir = options.compile_cache_dir;
+  Log(LogLevel::kInfo, "interpreters: " + std::to_string(pool.interpreters) +
+                           (options.interpreters > 0 ? " (--interpreters)" : " (one per CPU)") +
+                           "; " + DescribeCpuLimit(cpu, cores));
+  return pool;
+}
+
+ModelManager::Options ModelOptionsFor(const ServerOptions& options, ResponseCache* cache) {
+  ModelManager::Options models;
+  models.repository = options.model_repository;
+  models.explicit_control = options.explicit_model_control;
+  models.on_demand = options.on_demand;
+  models.startup_models = options.load_models;
+  models.budget = {options.model_memory_budget_bytes, options.max_loaded_models};
+  models.serving = options.serving;
+  models.archive_limits = ArchiveLimits{static_cast<uint64_t>(options.max_archive_bytes)};
+  models.response_cache = cache;
+  return models;
+}
+
+}  // namespace
+
+// Every part, declared in the order Start builds them: destroyed in the
+// reverse order, each before what it uses.
+struct Server::Parts {
+  std::shared_ptr<const TlsCredentials> tls;  // null: plain text
+  std::unique_ptr<AccessTokens> tokens;
+  std::unique_ptr<InterpreterPool> pool;
+  std::unique_ptr<Dispatcher> dispatcher;
+  std::unique_ptr<ResponseCache> response_cache;  // null: --response-cache-bytes 0
+  std::unique_ptr<MetricsServer> metrics;         // null: --no-metrics
+  // Metrics declared by models' Python: on /metrics with the server's, or
+  // (--no-metrics) kept unseen. Before any model loads.
+  std::unique_ptr<PythonMetrics> python_metrics;
+  std::unique_ptr<CompileMetrics> compile_metrics;
+  std::unique_ptr<ModelManager> models;
+  std::unique_ptr<PythonServices> python_services;
+  std::unique_ptr<InferenceServer> core;
+  std::unique_ptr<GrpcFrontend> grpc_frontend;
+  std::unique_ptr<grpc::Server> grpc_server;
+  // After the gRPC server: it stops accepting before gRPC shuts down.
+  std::unique_ptr<GrpcConnectionLimit> grpc_connections;
+  int grpc_port = 0;
+  std::unique_ptr<HttpFrontend> http;  // null: --no-http
+};
+
+Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+Server::~Server() = default;
+
+StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  std::unique_ptr<Server> server(new Server(std::make_unique<Parts>()));
+  MANYPY_RETURN_IF_ERROR(server->StartParts(options));
+  return server;
+}
+
+Status Server::StartParts(const ServerOptions& options) {
+  Parts& p = *parts_;
+  // Token and TLS files are read once, before anything listens: a bad one stops the start.
+  auto tokens = AccessTokens::Load(options.auth_token_file, options.management_token_file);
+  if (!tokens.ok()) return tokens.status();
+  p.tokens = std::make_unique<AccessTokens>(std::move(*tokens));
+  if (!options.tls_cert_file.empty() || !options.tls_key_file.empty() ||
+      !options.tls_client_ca_file.empty()) {
+    auto loaded = TlsCredentials::Load(options.tls_cert_file, options.tls_key_file,
+                                       options.tls_client_ca_file);
+    if (!loaded.ok()) return loaded.status();
+    p.tls = std::make_shared<const TlsCredentials>(std::move(*loaded));
+  }
+  LogCredentials(options, *p.tokens, p.tls.get());
+
+  PoolOptions pool_options = PoolOptionsFor(options);
+  auto pool = [&] {
+    QuietLibraryWarnings quiet("interpreters started");
+    return InterpreterPool::Create(pool_options);
+  }();
+  if (!pool.ok()) return CannotStart("cannot start the interpreter pool: " + pool.status().ToString());
+  p.pool = std::move(*pool);
+  LogMathLibraries(p.pool->size());
+  p.dispatcher = std::make_unique<Dispatcher>(Dispatcher::Options{p.pool->size()});
+
+  if (options.response_cache_bytes > 0) {
+    p.response_cache = std::make_unique<ResponseCache>(options.response_cache_bytes);
+    Log(LogLevel::kInfo, "response cache: " + std::to_string(options.response_cache_bytes) +
+                             " bytes, for models with response_cache");
+  }
+  if (options.metrics) {
+    auto started = MetricsServer::Start({options.metrics_address, options.metrics_port},
+                                        p.dispatcher.get(), p.response_cache.get());
+    if (!started.ok()) return CannotStart(started.status().ToString());
+    p.metrics = std::move(*started);
+    printf("manypy-server: metrics listening on %s\n", p.metrics->url().c_str());
+  }
+  // The `manypy` module a model's Python imports (the archive's mock of it is
+  // replaced) and the model runtime: before any archive loads.
+  PythonServices::Install(p.pool.get());
+  if (Status ready = PythonModel::PrepareInterpreters(p.pool.get()); !ready.ok()) {
+    return CannotStart(ready.ToString());
+  }
+  prometheus::Registry* registry = p.metrics ? p.metrics->registry() : nullptr;
+  p.python_metrics = std::make_unique<PythonMetrics>(registry);
+  p.compile_metrics = std::make_unique<CompileMetrics>(registry);
+
+  auto models = ModelManager::Open(p.pool.get(), p.dispatcher.get(),
+                                   ModelOptionsFor(options, p.response_cache.get()));
+  if (!models.ok()) return CannotStart(models.status().ToString());
+  p.models = std::move(*models);
+  // Before the start-up models load: their warm-up may call another model.
+  p.python_services = std::make_unique<PythonServices>(p.models.get(), p.dispatcher.get());
+  p.models->LoadStartupModels();
+  const size_t ready = LogStartupModels(*p.models);
+
+  p.core = std::make_unique<InferenceServer>(
+      p.models.get(), p.dispatcher.get(),
+      InferenceServer::Options{options.explicit_model_control || options.on_demand, *p.tokens,
+                               {options.allow_client_shm, options.allow_client_shm_remote}});
+  if (options.allow_client_shm) {
+    Log(LogLevel::kInfo, std::string("client system shared memory allowed, ") +
+                             (options.allow_client_shm_remote
+                                  ? "over any connection"
+                                  : "over plain connections from this host"));
+  }
+  MANYPY_RETURN_IF_ERROR(StartGrpc(options));
+  // HTTP/REST: the same request path; its line comes before the final "listening on".
+  if (options.http) {
+    HttpFrontend::Options http;
+    http.address = options.http_address;
+    http.port = options.http_port;
+    http.io_threads = kHttpIoThreads;
+    http.limits = {static_cast<uint64_t>(options.max_message_bytes), kHttpReadTimeout};
+    http.max_connections = options.http_max_connections;
+    http.tls = p.tls;
+    auto started = HttpFrontend::Start(p.core.get(), std::move(http));
+    if (!started.ok()) return CannotStart(started.status().ToString());
+    p.http = std::move(*started);
+    printf("manypy-server: HTTP listening on %s:%d\n", options.http_address.c_str(), p.http->port());
+  }
+  p.grpc_server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
+  printf("manypy-server: listening on %s:%d, %zu model(s) ready, %zu interpreters\n",
+         options.grpc_address.c_str(), p.grpc_port, ready, p.pool->size());
+  fflush(stdout);
+  return Status::Ok();
+}
+
+Status Server::StartGrpc(const ServerOptions& options) {
+  Parts& p = *parts_;
+  p.grpc_frontend = std::make_unique<GrpcFrontend>(p.core.get());
+  grpc::EnableDefaultHealthCheckService(true);
+  // grpc 1.51 cannot bound its connections: the port is bound here, and its
+  // connections reach gRPC through an external acceptor (with the port's
+  // credentials), at most --grpc-max-connections open at once.
+  auto sockets = ListeningSockets::Listen(options.grpc_address, options.grpc_port);
+  if (!sockets.ok()) return CannotStart(sockets.status().message());
+  p.grpc_port = sockets->port();
+  grpc::ServerBuilder builder;
+  auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+      GrpcServerCredentials(p.tls.get()));
+  builder.RegisterService(p.grpc_frontend.get());
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // Per HTTP/2 connection.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.grpc_max_concurrent_streams);
+  p.grpc_server = builder.BuildAndStart();
+  if (p.grpc_server == nullptr) return CannotStart("cannot start the gRPC server");
+  // Started after the server: gRPC drops connections handed to it before.
+  auto limit = GrpcConnectionLimit::Start(std::move(*sockets), std::move(acceptor),
+                                          options.grpc_max_connections);
+  if (!limit.ok()) return CannotStart(limit.status().message());
+  p.grpc_connections = std::move(*limit);
+  p.grpc_server->GetHealthCheckService()->SetServingStatus(true);
+  return Status::Ok();
+}
+
+size_t Server::Drain(std::chrono::seconds grace) {
+  Parts& p = *parts_;
+  p.core->StartDraining();  // both frontends' readiness answers false from here
+  p.grpc_server->GetHealthCheckService()->SetServingStatus(false);
+  // New requests are refused; queued and running ones may finish until the deadline.
+  size_t stuck = p.core->Drain(std::chrono::steady_clock::now() + grace);
+  if (p.http) p.http->Stop();  // every inference is answered: write the last replies, close
+  // Every inference call is answered now; this ends the remaining calls (streams).
+  p.grpc_connections->Stop();
+  p.grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  return stuck;
+}
+
+void Server::Wait() { parts_->grpc_server->Wait(); }
+
+int Server::grpc_port() const { return parts_->grpc_port; }
+
+int Server::http_port() const { return parts_->http ? parts_->http->port() : 0; }
+
+}  // namespace manypy
