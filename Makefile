@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-aoti bench-many-models bench-extensions bench-compile soak clean
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean
 
 all: build
 
@@ -89,6 +89,13 @@ bench-overhead: models
 bench-aoti: build
 	mkdir -p bench-results
 	/usr/bin/python3 tests/bench/bench_aoti.py --build $(BUILD) --out bench-results/aoti.json
+
+# Two builds of the server side by side in alternated rounds (BEFORE=folder of the
+# baseline build): bench-overhead's served small model and bench-many-models' Zipf
+# traffic, AFTER/BEFORE ratios with intervals: nothing got slower.
+bench-builds: build
+	/usr/bin/python3 tests/bench/bench_builds.py --before $(BEFORE) --after $(BUILD) \
+	  --out bench-results/builds.json
 
 bench-many-models: build
 	mkdir -p bench-results
