@@ -148,4 +148,16 @@ QuietLibraryWarnings::~QuietLibraryWarnings() {
                            "libtorch_python copy re-registers aten::get_gradients, harmlessly)");
 }
 
+std::string FormatSeconds(std::chrono::microseconds duration) {
+  char text[32];
+  snprintf(text, sizeof(text), "%g", std::chrono::duration<double>(duration).count());
+  return text;
+}
+
+std::string FormatSecondsFixed(double seconds) {
+  char text[32];
+  snprintf(text, sizeof(text), "%.2f", seconds);
+  return text;
+}
+
 }  // namespace manypy

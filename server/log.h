@@ -3,6 +3,7 @@
 // Thread-safe (each line is one write).
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace manypy {
@@ -30,6 +31,10 @@ bool AccessLogSampled();
 void LogAccess(const std::string& message, const std::string& json_fields);
 /// `text` as a JSON string literal, quotes included.
 std::string JsonString(const std::string& text);
+/// "0.25": a duration in seconds as messages write it (shortest form, %g).
+std::string FormatSeconds(std::chrono::microseconds duration);
+/// "1.20": seconds with two decimals (load and unload times).
+std::string FormatSecondsFixed(double seconds);
 
 /// Initializes glog (used by libtorch) to log to stderr, so it does not print
 /// "Logging before InitGoogleLogging()". Call once, first thing in main.

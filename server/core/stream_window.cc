@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "server/log.h"
+
 namespace manypy {
 namespace {
 
@@ -10,12 +12,6 @@ namespace {
 // of a client leaving without telling anyone (gRPC's IsCancelled, HTTP's
 // disconnect watch), so the wait asks; the issue allows 0.1 s to notice.
 constexpr auto kClientCheck = std::chrono::milliseconds(10);
-
-std::string Seconds(std::chrono::microseconds d) {
-  char text[32];
-  snprintf(text, sizeof(text), "%g", std::chrono::duration<double>(d).count());
-  return text;
-}
 
 }  // namespace
 
@@ -41,7 +37,7 @@ Status StreamWindow::Acquire(const std::string& model, std::chrono::microseconds
     if (now >= stalled) {
       return DeadlineExceeded("the client read none of the " + std::to_string(capacity_) +
                               " responses waiting in the stream of model '" + model + "' for " +
-                              Seconds(stall_limit) +
+                              FormatSeconds(stall_limit) +
                               " s (the model's execution limit); the stream was ended");
     }
     room_.wait_until(lock, std::min({now + kClientCheck, deadline, stalled}));

@@ -5,15 +5,6 @@
 #include "server/log.h"
 
 namespace manypy {
-namespace {
-
-std::string Seconds(std::chrono::microseconds d) {
-  char text[32];
-  snprintf(text, sizeof(text), "%g", std::chrono::duration<double>(d).count());
-  return text;
-}
-
-}  // namespace
 
 Status InterruptedStatus(const Execution& execution, const InferenceRequest& request,
                          bool no_one_waits, std::chrono::microseconds ran, Clock::time_point now) {
@@ -21,12 +12,12 @@ Status InterruptedStatus(const Execution& execution, const InferenceRequest& req
   const std::string& name = model.manifest().name;
   if (!no_one_waits && model.manifest().streaming) {
     return DeadlineExceeded("model '" + name + "' took longer than its execution limit of " +
-                            Seconds(model.limits().max_execution) +
+                            FormatSeconds(model.limits().max_execution) +
                             " s to yield its next response and was interrupted");
   }
   if (!no_one_waits) {
     return DeadlineExceeded("model '" + name + "' ran longer than its execution limit of " +
-                            Seconds(model.limits().max_execution) + " s and was " +
+                            FormatSeconds(model.limits().max_execution) + " s and was " +
                             (execution.interruptible
                                  ? "interrupted"
                                  : "answered as failed when it ended (its calls cannot be "
@@ -37,10 +28,10 @@ Status InterruptedStatus(const Execution& execution, const InferenceRequest& req
   if (now >= request.client_deadline || !request.ClientLeft()) {
     return DeadlineExceeded("the deadline of the request to model '" + name +
                             "' passed while it ran; the call was interrupted after " +
-                            Seconds(ran) + " s");
+                            FormatSeconds(ran) + " s");
   }
   return Cancelled("the client left its request to model '" + name +
-                   "' while it ran; the call was interrupted after " + Seconds(ran) + " s");
+                   "' while it ran; the call was interrupted after " + FormatSeconds(ran) + " s");
 }
 
 Status ExpiredStatus(const DispatchedModel& model, const InferenceRequest& request, Clock::time_point now) {
@@ -58,7 +49,7 @@ void LogSequenceTimedOut(const DispatchedModel& model, const Scheduler::ClosedSe
   const Manifest& m = model.manifest();
   Log(LogLevel::kInfo, "model '" + m.name + "' version " + std::to_string(m.version) +
                            ": sequence " + c.key + " timed out after " +
-                           Seconds(c.idle) +
+                           FormatSeconds(c.idle) +
                            " s without a request (max_sequence_idle_microseconds " +
                            std::to_string(model.sequences().max_sequence_idle_microseconds) +
                            "); its state is dropped");

@@ -2,16 +2,9 @@
 
 #include <set>
 
+#include "server/log.h"
+
 namespace manypy {
-namespace {
-
-std::string Seconds(std::chrono::microseconds d) {
-  char text[32];
-  snprintf(text, sizeof(text), "%g", std::chrono::duration<double>(d).count());
-  return text;
-}
-
-}  // namespace
 
 StatusOr<SequenceScheduler::Params> SequenceScheduler::ParamsOf(const InferenceRequest& r,
                                                                 const std::string& model) {
@@ -78,7 +71,7 @@ Status SequenceScheduler::Enqueue(RequestPtr* request) {
     if (closed != closed_.end()) {
       return InvalidArgument(
           Name(p->key) + " timed out: it had no request for " +
-          Seconds(std::chrono::microseconds(spec_.max_sequence_idle_microseconds)) +
+          FormatSeconds(std::chrono::microseconds(spec_.max_sequence_idle_microseconds)) +
           " s (max_sequence_idle_microseconds " +
           std::to_string(spec_.max_sequence_idle_microseconds) +
           ") and was ended; start it again with sequence_start true");

@@ -17,12 +17,6 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string Fixed(double v) {
-  char text[32];
-  snprintf(text, sizeof(text), "%.2f", v);
-  return text;
-}
-
 std::unique_ptr<Scheduler> SchedulerFor(const Manifest& m, const ModelSettings& settings) {
   if (settings.sequences.enabled) {
     return std::make_unique<SequenceScheduler>(m.name, settings.max_queue_size, settings.sequences);
@@ -87,7 +81,7 @@ Status LoadPipeline::Load(const std::string& name) {
       result = loaded.status();
       registry.Failed(wanted, result);
       Log(LogLevel::kWarning, "model " + name + " version " + std::to_string(entry->version) +
-                                  " failed to load after " + Fixed(SecondsSince(start)) +
+                                  " failed to load after " + FormatSecondsFixed(SecondsSince(start)) +
                                   " s: " + result.message());
       // A refusal by the budget is not the model failing (no load-failure
       // count, no ManypyModelLoadFailed alert): the index and the answer say it.
@@ -128,9 +122,9 @@ StatusOr<std::shared_ptr<Model>> LoadPipeline::LoadVersion(const RepositoryEntry
                                                  context_.stats->For(m.name, m.version));
   context_.dispatcher->Add(queue);
   Log(LogLevel::kInfo, "model " + m.name + " version " + std::to_string(m.version) + " loaded from " +
-                           entry.path + " in " + Fixed(times.load_seconds) + " s, warm-up " +
+                           entry.path + " in " + FormatSecondsFixed(times.load_seconds) + " s, warm-up " +
                            std::to_string(settings->warmup_runs) + " run(s) per instance in " +
-                           Fixed(times.warmup_seconds) + " s; " +
+                           FormatSecondsFixed(times.warmup_seconds) + " s; " +
                            std::to_string(settings->instance_count) + " instance(s)" +
                            (settings->batching.dynamic ? ", dynamic batching" : "") +
                            (settings->sequences.enabled ? ", stateful sequences" : ""));

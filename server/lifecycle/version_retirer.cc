@@ -5,15 +5,6 @@
 #include "server/log.h"
 
 namespace manypy {
-namespace {
-
-std::string Fixed(double v) {
-  char text[32];
-  snprintf(text, sizeof(text), "%.2f", v);
-  return text;
-}
-
-}  // namespace
 
 VersionRetirer::VersionRetirer(ModelRegistry* registry, Dispatcher* dispatcher, size_t slots,
                                std::shared_ptr<LeaseEvents> events)
@@ -63,7 +54,7 @@ void VersionRetirer::UnloadDrained(const VersionPtr& version) {
   ReturnFreeMemoryToSystem();
   events_->Notify();  // a load waiting for this memory plans again
   Log(LogLevel::kInfo, "model " + what + " unloaded in " +
-                           Fixed(std::chrono::duration<double>(Clock::now() - start).count()) + " s");
+                           FormatSecondsFixed(std::chrono::duration<double>(Clock::now() - start).count()) + " s");
 }
 
 void VersionRetirer::Stop() {
