@@ -1,6 +1,6 @@
-// HttpRouter: the KServe v2 REST routes as a thin stateless shell over
-// InferenceServer (match, decode, call the core, encode, convert the status
-// once); no sockets. Thread-safe; `respond` may be called from any thread.
+// HttpRouter: the KServe v2 REST routes, a table of {method, path, handler},
+// as a thin stateless shell over InferenceServer (match, decode, call the
+// core, encode, convert the status once); no sockets. Thread-safe, no lock.
 #pragma once
 
 #include <functional>
@@ -52,7 +52,8 @@ class HttpRouter {
   /// Checks the request's bearer token for its route (401/403 with
   /// WWW-Authenticate when refused), then answers `request` through `respond`,
   /// called exactly once: at once, or later from a dispatcher worker or the
-  /// model manager's repository thread.
+  /// model manager's repository thread. The first route of the table in
+  /// http_router.cc whose method and path match answers; none: 404 "no route".
   void Handle(HttpRequest request, std::function<void(HttpResponse)> respond);
 
   /// `status`'s HTTP code with the body {"error": message}.
@@ -62,18 +63,6 @@ class HttpRouter {
   static AccessScope ScopeOf(const HttpRequest& request);
 
  private:
-  void Infer(HttpRequest request, const std::string& model, const std::string& version,
-             std::function<void(HttpResponse)> respond);
-  /// The generate extension: one JSON response (`stream` false) or server-sent
-  /// events, one per response (`stream` true, /generate_stream).
-  void Generate(HttpRequest request, const std::string& model, const std::string& version,
-                bool stream, std::function<void(HttpResponse)> respond);
-  /// Handle's routing, once the request's token has been accepted.
-  void Route(HttpRequest request, std::function<void(HttpResponse)> respond);
-  /// /v2/systemsharedmemory/... and /v2/cudasharedmemory/... (`p` the
-  /// path's parts, from "v2"): status, register, unregister.
-  HttpResponse SharedMemory(const HttpRequest& request, const std::vector<std::string>& p);
-
   InferenceServer* const server_;
 };
 
