@@ -167,7 +167,9 @@ int main(int argc, char** argv) {
   // The `manypy` module a model's Python imports (the archive's mock of it is
   // replaced), and its metrics (declared as the model imports): before any
   // model loads. On /metrics with the server's, or (--no-metrics) kept unseen.
-  PythonServices::Install(pool->get());
+  if (Status installed = PythonServices::Install(pool->get()); !installed.ok()) {
+    return Fail(installed.ToString());
+  }
   if (Status ready = PythonModel::PrepareInterpreters(pool->get()); !ready.ok()) {
     return Fail(ready.ToString());
   }
