@@ -217,7 +217,8 @@ Status PythonModel::Prepare(size_t slot) {
     std::lock_guard<std::mutex> lock(released_mu_);
     slot_bytes_[slot] = python_bytes + tensor_bytes;
   };
-  return pool_->RunAt(slot, load, [&](const PythonError& e) { return LoadFailed(archive_->path(), e); });
+  return pool_->RunAt(slot, load,
+                      [&](const PythonError& e) { return LoadFailed(archive_->path(), e); });
 }
 
 MemoryFootprint PythonModel::Memory() const {

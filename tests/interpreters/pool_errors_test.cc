@@ -34,8 +34,8 @@ TEST(PoolErrorsTest, CustomExceptionTypeIsQualified) {
   auto pool = MakePool(1);
   ASSERT_NE(pool, nullptr);
   auto s = pool->Acquire();
-  PythonError e =
-      RaisedBy([&] { s.Exec("class ModelError(RuntimeError): pass\nraise ModelError('broken weights')"); });
+  PythonError e = RaisedBy(
+      [&] { s.Exec("class ModelError(RuntimeError): pass\nraise ModelError('broken weights')"); });
   EXPECT_EQ(e.type(), "__main__.ModelError");
   EXPECT_EQ(e.message(), "broken weights");
 }

@@ -166,7 +166,8 @@ TEST_F(PythonKernelsTest, ADifferentSchemaUnderTheSameNameIsRefusedNamingBothDef
   ScopedOperatorDefiner definer("model 'beta' version 3");
   {
     PythonError e = testing::RaisedBy([&] {
-      Exec(1, "import torch\ntorch.library.define('manypy_clash::f', '(Tensor x, int n) -> Tensor')\n");
+      Exec(1,
+           "import torch\ntorch.library.define('manypy_clash::f', '(Tensor x, int n) -> Tensor')\n");
     });
     const std::string message = e.what();
     EXPECT_NE(message.find("model 'alpha' version 1"), std::string::npos) << message;
