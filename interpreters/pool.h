@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "interpreters/replicated_object.h"
+#include "interpreters/run_python.h"
 #include "interpreters/session.h"
 
 namespace manypy {
@@ -103,6 +104,20 @@ class InterpreterPool {
   InterpreterSession Acquire();
   /// A session on interpreter `index` (blocks while another thread holds its GIL).
   InterpreterSession AcquireAt(size_t index);
+
+  /// Runs `work(session)` with a session on interpreter `index` (released
+  /// before `describe` runs) and returns its result, or what it raised as
+  /// `describe` words it: RunPython (run_python.h), the way code outside
+  /// interpreters/ runs Python.
+  template <typename Work, typename Describe = Status (*)(const PythonError&)>
+  auto RunAt(size_t index, Work&& work, Describe&& describe = InternalStatus) {
+    return RunPython(
+        [&] {
+          InterpreterSession session = AcquireAt(index);
+          return work(session);
+        },
+        std::forward<Describe>(describe));
+  }
 
   ReplicatedObject Replicate(ReplicatedObject::Factory factory);
 

@@ -1,5 +1,6 @@
-// PythonError: a Python exception raised inside an interpreter, converted once
-// at the interpreter boundary. No Python object survives in it; thread-safe value.
+// PythonError: what Python work in an interpreter raised (SystemExit included), as a value with
+// no Python object in it; thread-safe. Sessions and objects throw it inside interpreters/ work,
+// and RunPython (run_python.h) converts it, once, into the caller's status.
 #pragma once
 
 #include <stdexcept>
@@ -10,11 +11,17 @@ namespace manypy {
 class PythonError : public std::runtime_error {
  public:
   PythonError(std::string type, std::string message, std::string traceback)
-      : std::runtime_error(type + ": " + message),
+      : std::runtime_error(type.empty() ? message : type + ": " + message),
         type_(std::move(type)),
         message_(std::move(message)),
         traceback_(std::move(traceback)) {}
 
+  /// What failed on the host side of Python work instead (a C++ exception,
+  /// e.g. a Value of another kind than expected): only message() is set.
+  static PythonError Host(std::string message) { return PythonError("", std::move(message), ""); }
+
+  /// Whether a Python exception (false: Host).
+  bool from_python() const { return !type_.empty(); }
   /// Qualified exception type, e.g. "ValueError" or "torch.jit.Error".
   const std::string& type() const { return type_; }
   /// str(exception)

@@ -17,7 +17,8 @@ struct ReplicatedState;
 
 class ReplicatedObject {
  public:
-  /// Builds the object inside the session's interpreter. Runs at most once per
+  /// Builds the object inside the session's interpreter (what it raises, as
+  /// PythonError, reaches the In or Call that ran it). Runs at most once per
   /// interpreter that is actually used (it may run twice if two threads race on
   /// a fresh interpreter; the first result is kept).
   using Factory = std::function<Obj(InterpreterSession&)>;
@@ -28,7 +29,8 @@ class ReplicatedObject {
   /// one), e.g. to free it there while that interpreter serves nothing else;
   /// the next In would make it again.
   void DropIn(InterpreterSession& session) const;
-  /// Acquires a session from the pool and calls the object (or its `method`).
+  /// Acquires a session from the pool and calls the object (or its
+  /// `method`); throws PythonError, as Obj::Call does (run_python.h).
   Value Call(const std::vector<Value>& args, const Kwargs& kwargs = {}) const;
   Value CallMethod(const std::string& method, const std::vector<Value>& args,
                    const Kwargs& kwargs = {}) const;

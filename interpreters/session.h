@@ -23,6 +23,9 @@ using Kwargs = shim::Kwargs;
 
 /// A reference to a Python object in one interpreter. Copying takes a new
 /// reference. Must not outlive the session it came from (like multipy's Obj).
+/// Its calls throw PythonError for what the Python code raised: code outside
+/// interpreters/ makes them inside RunPython or InterpreterPool::RunAt
+/// (run_python.h), which return it as a status.
 class Obj {
  public:
   Obj(const Obj& other);
@@ -53,6 +56,7 @@ class Obj {
   shim::Handle handle_ = nullptr;  // owned reference
 };
 
+/// Its calls throw PythonError, as Obj's do (run_python.h).
 class InterpreterSession {
  public:
   InterpreterSession(InterpreterSession&& other) noexcept;

@@ -195,7 +195,9 @@ Status Server::StartParts(const ServerOptions& options) {
   }
   // The `manypy` module a model's Python imports (the archive's mock of it is
   // replaced) and the model runtime: before any archive loads.
-  PythonServices::Install(p.pool.get());
+  if (Status installed = PythonServices::Install(p.pool.get()); !installed.ok()) {
+    return CannotStart(installed.ToString());
+  }
   if (Status ready = PythonModel::PrepareInterpreters(p.pool.get()); !ready.ok()) {
     return CannotStart(ready.ToString());
   }

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "interpreters/pool.h"
-#include "interpreters/python_error.h"
 
 namespace {
 
@@ -64,11 +63,9 @@ int main() {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   printf("%ld calls from %zu threads in %.2f s: %.0f calls/s\n", calls.load(), (*pool)->size(),
          seconds, calls / seconds);
-  try {
-    auto session = (*pool)->Acquire();
-    session.Exec("raise ValueError('errors cross the boundary as C++ exceptions')");
-  } catch (const manypy::PythonError& e) {
-    printf("caught %s\n", e.what());
-  }
+  manypy::Status raised = (*pool)->RunAt(0, [](manypy::InterpreterSession& session) {
+    session.Exec("raise ValueError('errors cross the boundary as a status')");
+  });
+  printf("got %s\n", raised.ToString().c_str());
   return 0;
 }

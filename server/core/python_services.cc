@@ -83,11 +83,17 @@ PythonServices::~PythonServices() {
   for (const char* s : {kCall, kSubmit, kWait, kRequest, kLog}) UnregisterHostService(s);
 }
 
-void PythonServices::Install(InterpreterPool* pool) {
+Status PythonServices::Install(InterpreterPool* pool) {
   for (size_t i = 0; i < pool->size(); ++i) {
-    InterpreterSession session = pool->AcquireAt(i);
-    session.DefineModule("manypy", kManypyModuleSource);
+    MANYPY_RETURN_IF_ERROR(pool->RunAt(
+        i,
+        [](InterpreterSession& session) { session.DefineModule("manypy", kManypyModuleSource); },
+        [i](const PythonError& e) {
+          return Internal("interpreter " + std::to_string(i) +
+                          ": the manypy module failed to import: " + e.what());
+        }));
   }
+  return Status::Ok();
 }
 
 size_t PythonServices::pending() const {

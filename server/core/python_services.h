@@ -1,14 +1,6 @@
-// PythonServices: what a model's Python may ask of the server, through the
-// `manypy` module every interpreter gets (manypy_module.py):
-//   manypy.infer / manypy.submit: a nested inference of another loaded model,
-//     through that model's scheduler like any request (its instance limit,
-//     statistics, metrics), tensors handed over without a copy, the caller's
-//     remaining deadline and its clients' leaving passed on;
-//   manypy.request: the running request's id, parameters, seconds left and
-//     whether every client has left;
-//   manypy.log: lines in the server's log, in its format.
-// Registers those host services (interpreters/host_services.h) while it
-// lives. Thread-safe.
+// PythonServices: what a model's Python may ask of the server through the `manypy` module
+// (nested inference, the running request, log lines), registered as host services while
+// it lives. Thread-safe.
 #pragma once
 
 #include <map>
@@ -20,6 +12,15 @@
 
 namespace manypy {
 
+/// What every interpreter's `manypy` module (manypy_module.py) asks of the server:
+///   manypy.infer / manypy.submit: a nested inference of another loaded model,
+///     through that model's scheduler like any request (its instance limit,
+///     statistics, metrics), tensors handed over without a copy, the caller's
+///     remaining deadline and its clients' leaving passed on;
+///   manypy.request: the running request's id, parameters, seconds left and
+///     whether every client has left;
+///   manypy.log: lines in the server's log, in its format.
+/// Registers those host services (interpreters/host_services.h) while it lives.
 class PythonServices {
  public:
   /// `models` and `dispatcher` must outlive it. Create it before any model loads.
@@ -29,8 +30,9 @@ class PythonServices {
   PythonServices& operator=(const PythonServices&) = delete;
 
   /// Defines the `manypy` module in every interpreter of `pool` (before any
-  /// archive loads: archives extern it).
-  static void Install(InterpreterPool* pool);
+  /// archive loads: archives extern it); INTERNAL naming the interpreter
+  /// and the Python exception when the module fails to import.
+  static Status Install(InterpreterPool* pool);
 
   /// Nested calls submitted and not yet waited for (for tests).
   size_t pending() const;

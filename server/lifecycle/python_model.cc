@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <thread>
 
-#include "interpreters/python_error.h"
 #include "interpreters/python_kernels.h"
 #include "interpreters/torch_version.h"
 #include "server/lifecycle/archive_traceback.h"
@@ -60,6 +59,16 @@ Value OutputNames(const Manifest& m) {
   return Value::List(std::move(names));
 }
 
+// What a load's Python raised, as Prepare reports it.
+Status LoadFailed(const std::string& archive_path, const PythonError& e) {
+  if (e.type() == kMissingModulesError || e.type() == kCompileToolchainError) {
+    return FailedPrecondition("loading " + archive_path + " failed: " + e.message());
+  }
+  LogTraceback("loading " + archive_path, e);
+  return Internal("loading " + archive_path + " failed: " + e.what() +
+                  DescribeArchiveFrames(e.traceback()));
+}
+
 // Runs `work(i)` for every interpreter of `pool` at once, each in a thread of
 // its own (for when nothing else runs on them yet); the first failure, if any.
 template <typename Work>
@@ -97,15 +106,16 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Load(
 
 Status PythonModel::PrepareInterpreters(InterpreterPool* pool) {
   return OnEveryInterpreterAtOnce(pool, [pool](size_t i) {
-    try {
-      InterpreterSession session = pool->AcquireAt(i);
-      session.DefineModule(kRuntimeModule, kModelRuntimeSource);
-      session.Global("gc", "freeze").Call();
-      return Status::Ok();
-    } catch (const std::exception& e) {
-      return Internal("interpreter " + std::to_string(i) +
-                      ": the model runtime failed to import: " + e.what());
-    }
+    return pool->RunAt(
+        i,
+        [](InterpreterSession& session) {
+          session.DefineModule(kRuntimeModule, kModelRuntimeSource);
+          session.Global("gc", "freeze").Call();
+        },
+        [i](const PythonError& e) {
+          return Internal("interpreter " + std::to_string(i) +
+                          ": the model runtime failed to import: " + e.what());
+        });
   });
 }
 
@@ -162,8 +172,7 @@ Status PythonModel::Prepare(size_t slot) {
   const Manifest& manifest = archive_->manifest();
   ScopedOperatorDefiner definer("model '" + manifest.name + "' version " +
                                 std::to_string(manifest.version) + " (" + archive_->path() + ")");
-  try {
-    InterpreterSession session = pool_->AcquireAt(slot);
+  auto load = [&](InterpreterSession& session) {
     // tracemalloc counts only this interpreter's Python allocator (each has
     // its own libpython), so requests running on the other interpreters meanwhile
     // do not blur the figure, as they would an RSS or malloc-wide delta. A
@@ -207,15 +216,9 @@ Status PythonModel::Prepare(size_t slot) {
     }
     std::lock_guard<std::mutex> lock(released_mu_);
     slot_bytes_[slot] = python_bytes + tensor_bytes;
-    return Status::Ok();
-  } catch (const PythonError& e) {
-    if (e.type() == kMissingModulesError || e.type() == kCompileToolchainError) {
-      return FailedPrecondition("loading " + archive_->path() + " failed: " + e.message());
-    }
-    LogTraceback("loading " + archive_->path(), e);
-    return Internal("loading " + archive_->path() + " failed: " + e.what() +
-                    DescribeArchiveFrames(e.traceback()));
-  }
+  };
+  return pool_->RunAt(slot, load,
+                      [&](const PythonError& e) { return LoadFailed(archive_->path(), e); });
 }
 
 MemoryFootprint PythonModel::Memory() const {
@@ -230,27 +233,27 @@ void PythonModel::DropSequenceStates(size_t slot, const std::vector<std::string>
   }
   Value::Items names;
   for (const auto& k : keys) names.emplace_back(k);
-  try {
-    InterpreterSession session = pool_->AcquireAt(slot);
+  Status dropped = pool_->RunAt(slot, [&](InterpreterSession& session) {
     session.Global(kRuntimeModule, "drop_sequence_states")
         .Call({Value(SequenceStateLoad(*this)), Value::List(std::move(names))});
-  } catch (const std::exception& e) {
+  });
+  if (!dropped.ok()) {
     // A state's own __del__ raising: the state is gone either way.
     Log(LogLevel::kWarning,
-        "model '" + manifest().name + "': dropping sequence states: " + e.what());
+        "model '" + manifest().name + "': dropping sequence states: " + dropped.message());
   }
 }
 
 void PythonModel::Release(size_t slot) {
   {
     InterpreterSession session = pool_->AcquireAt(slot);
-    try {
-      // Every state of this load's sequences in this interpreter: they end with it.
+    // Every state of this load's sequences in this interpreter: they end with
+    // it. Its failure is no news: nothing to drop where the runtime never
+    // loaded (a failed Prepare).
+    static_cast<void>(RunPython([&] {
       session.Global(kRuntimeModule, "drop_sequence_states")
           .Call({Value(SequenceStateLoad(*this)), Value()});
-    } catch (const std::exception&) {
-      // Nothing to drop where the runtime never loaded (a failed Prepare).
-    }
+    }));
     runner_.DropIn(session);
     model_.DropIn(session);
   }
@@ -273,8 +276,9 @@ PythonModel::~PythonModel() {
 }
 
 void PythonModel::CollectGarbage(size_t slot) {
-  try {
-    InterpreterSession session = pool_->AcquireAt(slot);
+  // Called from a destructor: must not throw (RunAt converts every failure).
+  // Collection only returns memory sooner; the model is unloaded either way.
+  static_cast<void>(pool_->RunAt(slot, [](InterpreterSession& session) {
     session.Global("gc", "collect").Call();
     // CPython's method cache (4096 entries per interpreter) holds a reference
     // to the name of every attribute looked up on a type: names the model's
@@ -289,14 +293,13 @@ void PythonModel::CollectGarbage(size_t slot) {
     // of every model that was ever loaded at once beside others (make
     // bench-many-models).
     session.ReturnFreeMemory(kArenaReserveBytes);
-  } catch (const std::exception&) {  // called from a destructor: must not throw
-    // Collection only returns memory sooner; the model is unloaded either way.
-  }
+  }));
 }
 
-std::vector<Value> PythonModel::Call(const std::vector<Value>& inputs) const {
-  Value outputs = runner_.Call({Value::List(inputs)});
-  return outputs.items();
+StatusOr<std::vector<Value>> PythonModel::Call(const std::vector<Value>& inputs) const {
+  std::string error_type;
+  return RunPython([&] { return runner_.Call({Value::List(inputs)}).items(); },
+                   [&](const PythonError& e) { return ModelRaised(e, &error_type); });
 }
 
 StatusOr<std::vector<Value>> PythonModel::Run(size_t slot, const std::vector<Value>& inputs,
@@ -312,21 +315,16 @@ StatusOr<std::vector<Value>> PythonModel::RunReportingError(size_t slot,
   InterpreterSession session = pool_->AcquireAt(slot);
   uint64_t token = session.BeginInterruptible();
   hook->Arm([pool = pool_, slot, token] { pool->Interrupt(slot, token); });
-  StatusOr<std::vector<Value>> result = Internal("not run");
-  try {
-    Value outputs = runner_.In(session).Call({Value::List(inputs)}).ToValue();
-    result = outputs.items();
-  } catch (const PythonError& e) {
-    result = ModelRaised(e, error_type);
-  } catch (const std::exception& e) {
-    result = Internal("model '" + manifest().name + "' failed: " + e.what());
-  }
+  StatusOr<std::vector<Value>> result =
+      RunPython([&] { return runner_.In(session).Call({Value::List(inputs)}).ToValue().items(); },
+                [&](const PythonError& e) { return ModelRaised(e, error_type); });
   hook->Disarm();
   session.EndInterruptible(token);
   return result;
 }
 
 Status PythonModel::ModelRaised(const PythonError& e, std::string* error_type) const {
+  if (!e.from_python()) return Internal("model '" + manifest().name + "' failed: " + e.what());
   *error_type = e.type();
   // sys.exit() in a model ends that call, not the server: SystemExit is
   // an exception like any other until it reaches the top of a program,
@@ -346,38 +344,36 @@ Status PythonModel::RunStream(size_t slot, const std::vector<Value>& inputs, Int
   InterpreterSession session = pool_->AcquireAt(slot);
   uint64_t token = session.BeginInterruptible();
   auto arm = [&] { hook->Arm([pool = pool_, slot, token] { pool->Interrupt(slot, token); }); };
-  Status status;
-  try {
+  auto stream_outputs = [&] {
     arm();
     Obj stream = runner_.In(session).Call({Value::List(inputs)});
     Obj next = stream.Attr("next");
     for (;;) {
       Value outputs = next.Call().ToValue();
-      if (outputs.is_none()) break;
+      if (outputs.is_none()) return Status::Ok();
       // Waiting for the client to read is not the model's time: an interrupt
       // now would land in whatever Python runs next, not in the model.
       hook->Disarm();
       std::vector<Value> items = outputs.items();
-      status = sink(items);
-      if (!status.ok()) {
-        try {
-          stream.Attr("close").Call();  // GeneratorExit at the model's yield
-        } catch (const PythonError& e) {
-          // The stream ends with the sink's reason either way; the model's
-          // cleanup failing is the operator's to see.
-          Log(LogLevel::kWarning, "model '" + manifest().name + "' raised " + e.what() +
-                                      " while its stream was closed" +
-                                      DescribeArchiveFrames(e.traceback()));
-        }
-        break;
+      Status sent = sink(items);
+      if (!sent.ok()) {
+        // The stream ends with the sink's reason either way; the model's
+        // cleanup failing is the operator's to see.
+        static_cast<void>(RunPython(
+            [&] { stream.Attr("close").Call(); },  // GeneratorExit at the model's yield
+            [&](const PythonError& e) {
+              Log(LogLevel::kWarning, "model '" + manifest().name + "' raised " + e.what() +
+                                          " while its stream was closed" +
+                                          DescribeArchiveFrames(e.traceback()));
+              return Status::Ok();
+            }));
+        return sent;
       }
       arm();
     }
-  } catch (const PythonError& e) {
-    status = ModelRaised(e, error_type);
-  } catch (const std::exception& e) {
-    status = Internal("model '" + manifest().name + "' failed: " + e.what());
-  }
+  };
+  Status status = RunPython(stream_outputs,
+                            [&](const PythonError& e) { return ModelRaised(e, error_type); });
   hook->Disarm();
   session.EndInterruptible(token);
   return status;

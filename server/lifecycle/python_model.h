@@ -1,7 +1,6 @@
-// PythonModel: one model archive loaded into every interpreter of a pool,
-// all sharing one mapped copy of its weights; the Executable the dispatcher
-// runs for a Python model. Thread-safe: Run and Call may be called from any
-// number of threads; each call leases one interpreter.
+// PythonModel: one model archive loaded into every interpreter of a pool, all sharing
+// one mapped copy of its weights; the Executable the dispatcher runs for a Python model.
+// Thread-safe: Run and Call may be called from any number of threads, each leases one interpreter.
 #pragma once
 
 #include <atomic>
@@ -78,8 +77,8 @@ class PythonModel final : public Executable {
 
   /// Runs the model once on any interpreter: `inputs` in manifest order
   /// (tensors, or lists of bytes for BYTES inputs); returns the outputs in
-  /// manifest order. Throws PythonError when the model raises.
-  std::vector<Value> Call(const std::vector<Value>& inputs) const;
+  /// manifest order; INTERNAL naming the model's exception when it raises.
+  StatusOr<std::vector<Value>> Call(const std::vector<Value>& inputs) const;
 
   /// The sealed copy of the archive (mapped once: the weights) and, per
   /// interpreter, what its Prepare added: the Python heap grown during the
@@ -106,7 +105,8 @@ class PythonModel final : public Executable {
   /// Runs interpreter `slot`'s cyclic garbage collector (never throws).
   void CollectGarbage(size_t slot);
   /// The INTERNAL status for the model's exception `e` (logging its whole
-  /// traceback at verbose); its type goes to `*error_type`.
+  /// traceback at verbose); its type goes to `*error_type`. For a failure
+  /// on the host side (PythonError::Host), "failed" and no type.
   Status ModelRaised(const PythonError& e, std::string* error_type) const;
 
   // Constant after Load.

@@ -74,7 +74,6 @@
 #include <vector>
 
 #include "interpreters/pool.h"
-#include "interpreters/python_error.h"
 #include "package_format/archive.h"
 #include "server/allocator_info.h"
 #include "server/lifecycle/python_model.h"
@@ -370,7 +369,11 @@ int RunChild(size_t n, const std::string& archive, bool eager_imports) {
     // One call, through the pool's load balancer: the interpreter it lands on
     // allocates what a first request does; the weights are touched once for all.
     // Inputs from the signature (zeros; batch and variable dimensions 1).
-    (*model)->Call(manypy::SignatureInputs((*model)->manifest()));
+    auto called = (*model)->Call(manypy::SignatureInputs((*model)->manifest()));
+    if (!called.ok()) {
+      fprintf(stderr, "child: %s\n", called.status().ToString().c_str());
+      return 1;
+    }
 
     std::error_code ec;
     std::string archive_path = std::filesystem::canonical(archive, ec).string();
@@ -387,9 +390,6 @@ int RunChild(size_t n, const std::string& archive, bool eager_imports) {
     }
     printf("\n");
     fflush(stdout);
-  } catch (const manypy::PythonError& e) {
-    fprintf(stderr, "child: %s\n%s", e.what(), e.traceback().c_str());
-    return 1;
   } catch (const std::exception& e) {
     fprintf(stderr, "child: %s\n", e.what());
     return 1;

@@ -30,7 +30,6 @@
 #include <vector>
 
 #include "interpreters/pool.h"
-#include "interpreters/python_error.h"
 #include "interpreters/thread_policy.h"
 #include "package_format/archive.h"
 #include "server/inference/executable.h"
@@ -164,9 +163,6 @@ int main(int argc, char** argv) {
              total, wall, cpu, PeakRssBytes());
       fflush(stdout);
     }
-  } catch (const manypy::PythonError& e) {
-    fprintf(stderr, "manypy-bench-model-call: %s\n%s", e.what(), e.traceback().c_str());
-    return 1;
   } catch (const std::exception& e) {
     fprintf(stderr, "manypy-bench-model-call: %s\n", e.what());
     return 1;

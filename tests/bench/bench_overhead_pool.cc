@@ -29,7 +29,6 @@
 #include <vector>
 
 #include "interpreters/pool.h"
-#include "interpreters/python_error.h"
 #include "interpreters/thread_policy.h"
 #include "server/inference/executable.h"
 #include "server/lifecycle/python_model.h"
@@ -120,9 +119,6 @@ int main(int argc, char** argv) {
       printf("{\"calls\": %ld, \"seconds\": %.6f, \"cpu_seconds\": %.6f}\n", total, wall, cpu);
       fflush(stdout);
     }
-  } catch (const manypy::PythonError& e) {
-    fprintf(stderr, "manypy-bench-overhead-pool: %s\n%s", e.what(), e.traceback().c_str());
-    return 1;
   } catch (const std::exception& e) {
     fprintf(stderr, "manypy-bench-overhead-pool: %s\n", e.what());
     return 1;

@@ -35,7 +35,7 @@
 
 #include "tests/bench/bench_output.h"
 #include "interpreters/pool.h"
-#include "interpreters/python_error.h"
+#include "interpreters/run_python.h"
 #include "interpreters/thread_policy.h"
 
 namespace {
@@ -620,15 +620,17 @@ int main(int argc, char** argv) {
                  spec->seconds_factor;
   }
   RetryBudget retries(2 * planned_s);
-  try {
-    for (const ModelSpec* spec : flags.models) {
-      BenchModel(**pool, *spec, flags.seconds, cores, &retries, &records);
-    }
-  } catch (const manypy::PythonError& e) {
-    fprintf(stderr, "manypy-bench-pool: %s\n%s", e.what(), e.traceback().c_str());
-    return 1;
-  } catch (const std::exception& e) {
-    fprintf(stderr, "manypy-bench-pool: %s\n", e.what());
+  manypy::Status benched = manypy::RunPython(
+      [&] {
+        for (const ModelSpec* spec : flags.models) {
+          BenchModel(**pool, *spec, flags.seconds, cores, &retries, &records);
+        }
+      },
+      [](const manypy::PythonError& e) {
+        return manypy::Internal(std::string(e.what()) + "\n" + e.traceback());
+      });
+  if (!benched.ok()) {
+    fprintf(stderr, "manypy-bench-pool: %s", benched.message().c_str());
     return 1;
   }
 

@@ -56,15 +56,14 @@ TEST_P(ConcurrencyTest, EightThreadsGetCorrectResults) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int k = 0; k < 200; ++k) {
-        try {
+        Status called = RunPython([&] {
           at::Tensor x = at::full({2}, static_cast<float>(t));
           int64_t mult = k % 17;
           at::Tensor y = model.Call({x, Value(mult)}).to_tensor();
           float expected = t * mult + mult * (mult - 1) / 2;
           if (y[0].item<float>() != expected || y[1].item<float>() != expected) wrong++;
-        } catch (const std::exception& e) {
-          errors++;
-        }
+        });
+        if (!called.ok()) errors++;
       }
     });
   }
@@ -122,11 +121,14 @@ TEST(ConcurrencyTest, ExceptionsInSomeThreadsDoNotDisturbOthers) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int n = t; n < 300; n += 8) {
-        try {
-          if (f.Call({Value(n)}).to_int() == n * 2) ok++; else wrong++;
-        } catch (const PythonError& e) {
+        StatusOr<int64_t> doubled = RunPython([&] { return f.Call({Value(n)}).to_int(); },
+                                              [&](const PythonError& e) {
           if (n % 3 == 0 && e.type() == "ValueError" && e.message() == std::to_string(n)) raised++;
           else wrong++;
+          return Internal(e.what());
+        });
+        if (doubled.ok()) {
+          if (*doubled == n * 2) ok++; else wrong++;
         }
       }
     });

@@ -10,6 +10,7 @@ namespace manypy {
 namespace {
 
 using testing::MakePool;
+using testing::RaisedBy;
 using testing::TestPoolOptions;
 
 TEST(PoolErrorsTest, PythonExceptionCarriesTypeMessageAndTraceback) {
@@ -17,10 +18,8 @@ TEST(PoolErrorsTest, PythonExceptionCarriesTypeMessageAndTraceback) {
   ASSERT_NE(pool, nullptr);
   auto s = pool->Acquire();
   s.Exec("def fail(n):\n    raise ValueError(f'bad value {n}')\n");
-  try {
-    s.Global("__main__", "fail").Call({Value(3)});
-    FAIL() << "expected PythonError";
-  } catch (const PythonError& e) {
+  {
+    PythonError e = RaisedBy([&] { s.Global("__main__", "fail").Call({Value(3)}); });
     EXPECT_EQ(e.type(), "ValueError");
     EXPECT_EQ(e.message(), "bad value 3");
     EXPECT_STREQ(e.what(), "ValueError: bad value 3");
@@ -35,21 +34,18 @@ TEST(PoolErrorsTest, CustomExceptionTypeIsQualified) {
   auto pool = MakePool(1);
   ASSERT_NE(pool, nullptr);
   auto s = pool->Acquire();
-  try {
-    s.Exec("class ModelError(RuntimeError): pass\nraise ModelError('broken weights')");
-    FAIL();
-  } catch (const PythonError& e) {
-    EXPECT_EQ(e.type(), "__main__.ModelError");
-    EXPECT_EQ(e.message(), "broken weights");
-  }
+  PythonError e = RaisedBy(
+      [&] { s.Exec("class ModelError(RuntimeError): pass\nraise ModelError('broken weights')"); });
+  EXPECT_EQ(e.type(), "__main__.ModelError");
+  EXPECT_EQ(e.message(), "broken weights");
 }
 
 TEST(PoolErrorsTest, SystemExitDoesNotExitTheProcess) {
   auto pool = MakePool(1);
   ASSERT_NE(pool, nullptr);
   auto s = pool->Acquire();
-  EXPECT_THROW(s.Exec("import sys\nsys.exit(3)"), PythonError);
-  EXPECT_THROW(s.Exec("raise KeyboardInterrupt"), PythonError);
+  EXPECT_TRUE(RaisedBy([&] { s.Exec("import sys\nsys.exit(3)"); }).from_python());
+  EXPECT_TRUE(RaisedBy([&] { s.Exec("raise KeyboardInterrupt"); }).from_python());
   EXPECT_EQ(s.Eval("'still alive'").ToValue().to_str(), "still alive");
 }
 
@@ -57,17 +53,13 @@ TEST(PoolErrorsTest, MissingAttributeAndModule) {
   auto pool = MakePool(1);
   ASSERT_NE(pool, nullptr);
   auto s = pool->Acquire();
-  try {
-    s.Global("math", "no_such_function");
-    FAIL();
-  } catch (const PythonError& e) {
+  {
+    PythonError e = RaisedBy([&] { s.Global("math", "no_such_function"); });
     EXPECT_EQ(e.type(), "AttributeError");
     EXPECT_NE(e.message().find("no_such_function"), std::string::npos);
   }
-  try {
-    s.Import("manypy_no_such_module");
-    FAIL();
-  } catch (const PythonError& e) {
+  {
+    PythonError e = RaisedBy([&] { s.Import("manypy_no_such_module"); });
     EXPECT_EQ(e.type(), "ModuleNotFoundError");
     EXPECT_NE(e.message().find("manypy_no_such_module"), std::string::npos);
   }
@@ -78,29 +70,21 @@ TEST(PoolErrorsTest, SyntaxErrorInSource) {
   auto pool = MakePool(1);
   ASSERT_NE(pool, nullptr);
   auto s = pool->Acquire();
-  try {
-    s.Exec("def broken(:\n");
-    FAIL();
-  } catch (const PythonError& e) {
-    EXPECT_EQ(e.type(), "SyntaxError");
-  }
+  PythonError e = RaisedBy([&] { s.Exec("def broken(:\n"); });
+  EXPECT_EQ(e.type(), "SyntaxError");
 }
 
 TEST(PoolErrorsTest, UnconvertibleResultIsATypeError) {
   auto pool = MakePool(1);
   ASSERT_NE(pool, nullptr);
   auto s = pool->Acquire();
-  try {
-    s.Eval("object()").ToValue();
-    FAIL();
-  } catch (const PythonError& e) {
+  {
+    PythonError e = RaisedBy([&] { s.Eval("object()").ToValue(); });
     EXPECT_EQ(e.type(), "TypeError");
     EXPECT_NE(e.message().find("'object'"), std::string::npos);
   }
-  try {
-    s.Eval("2 ** 70").ToValue();
-    FAIL();
-  } catch (const PythonError& e) {
+  {
+    PythonError e = RaisedBy([&] { s.Eval("2 ** 70").ToValue(); });
     EXPECT_NE(e.message().find("64 bits"), std::string::npos);
   }
 }

@@ -19,6 +19,19 @@ inline PoolOptions TestPoolOptions(size_t n) {
   return options;
 }
 
+/// What `work` raised, as the status-returning boundary (RunPython) hands it
+/// over; fails the current test when `work` raised nothing.
+template <typename Work>
+PythonError RaisedBy(Work&& work) {
+  PythonError raised("", "", "");
+  Status status = RunPython(work, [&](const PythonError& e) {
+    raised = e;
+    return Internal(e.what());
+  });
+  EXPECT_FALSE(status.ok()) << "expected PythonError";
+  return raised;
+}
+
 /// Creates a pool or fails the current test with the status.
 inline std::unique_ptr<InterpreterPool> MakePool(size_t n) {
   auto pool = InterpreterPool::Create(TestPoolOptions(n));
