@@ -30,7 +30,7 @@ enum class StatusCode {
 const char* StatusCodeName(StatusCode code);
 
 /// A code and a message naming what was wrong.
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -62,7 +62,7 @@ inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionD
 
 /// Either a value or a non-OK status.
 template <typename T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     if (status_.ok()) status_ = Internal("StatusOr constructed from an OK status without a value");

@@ -61,8 +61,8 @@ void Ready(InferenceServer& server, HttpRequest, const PathParams&, Respond resp
 
 void AllModelStats(InferenceServer& server, HttpRequest, const PathParams&, Respond respond) {
   inference::ModelStatisticsResponse stats;
-  server.ModelStatistics("", "", &stats);
-  respond(Json(stats));
+  Status s = server.ModelStatistics("", "", &stats);
+  respond(s.ok() ? Json(stats) : HttpRouter::Error(s));
 }
 
 void ModelMetadata(InferenceServer& server, HttpRequest, const PathParams& path, Respond respond) {

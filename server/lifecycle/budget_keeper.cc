@@ -36,10 +36,10 @@ int64_t BudgetKeeper::ResidentBytes() const {
   return total;
 }
 
-void BudgetKeeper::EvictLocked(const ResidentModel& victim, const std::string& for_model,
-                               BackgroundThread& unloader) {
+Status BudgetKeeper::EvictLocked(const ResidentModel& victim, const std::string& for_model,
+                                 BackgroundThread& unloader) {
   VersionPtr serving = registry_->ServingLocked(victim.name);
-  if (serving == nullptr) return;
+  if (serving == nullptr) return Status::Ok();
   Log(LogLevel::kInfo, "model " + victim.name + " version " + std::to_string(victim.version) +
                            " evicted (least recently used, idle) to make room for " + for_model +
                            ": frees " + FormatBytes(victim.bytes));
@@ -47,7 +47,7 @@ void BudgetKeeper::EvictLocked(const ResidentModel& victim, const std::string& f
     observer->OnModelEvicted(victim.name, victim.version, victim.bytes);
   }
   // Idle: drains at once, then unloads.
-  retirer_->RetireLocked(serving,
+  return retirer_->RetireLocked(serving,
                          "evicted (least recently used) to make room for '" + for_model +
                              "'; loads on first request",
                          unloader);
@@ -88,7 +88,9 @@ Status BudgetKeeper::MakeRoom(const std::string& name, int64_t needed, Backgroun
         busy = busy || (r.evictable && !r.pinned && !r.idle);
       }
       if (plan.refusal.ok()) {
-        for (const auto& victim : plan.victims) EvictLocked(victim, name, unloader);
+        for (const auto& victim : plan.victims) {
+          MANYPY_RETURN_IF_ERROR(EvictLocked(victim, name, unloader));
+        }
       }
     }
     if (plan.refusal.ok() && plan.victims.empty()) return Status::Ok();

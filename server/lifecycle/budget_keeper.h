@@ -51,7 +51,8 @@ class BudgetKeeper {
 
  private:
   /// Stops serving `victim` to make room for `for_model`. REQUIRES: the registry's mutex.
-  void EvictLocked(const ResidentModel& victim, const std::string& for_model, BackgroundThread& unloader);
+  Status EvictLocked(const ResidentModel& victim, const std::string& for_model,
+                     BackgroundThread& unloader);
 
   const BudgetLimits limits_;
   const bool may_evict_;

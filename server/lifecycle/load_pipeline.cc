@@ -52,7 +52,7 @@ Status LoadPipeline::Load(const std::string& name) {
   ModelRegistry& registry = *context_.registry;
   auto entry = context_.repository->Latest(name);
   if (!entry.ok()) {
-    registry.NotInRepository(name, entry.status());
+    MANYPY_RETURN_IF_ERROR(registry.NotInRepository(name, entry.status()));
     return entry.status();
   }
   VersionPtr serving;  // a reloading model keeps serving it meanwhile
@@ -68,7 +68,8 @@ Status LoadPipeline::Load(const std::string& name) {
     if (step == ReloadStep::kDone) break;
     if (step == ReloadStep::kDrainOld) {
       std::lock_guard<std::mutex> lock(registry.mu());
-      context_.retirer->RetireLocked(serving, "", *context_.replaced);  // drains, then unloads
+      // Drains, then unloads.
+      MANYPY_RETURN_IF_ERROR(context_.retirer->RetireLocked(serving, "", *context_.replaced));
       continue;
     }
     // kLoadNew. Loading runs Python in every interpreter: never under a lock.
@@ -79,7 +80,7 @@ Status LoadPipeline::Load(const std::string& name) {
     loaded = room.ok() ? LoadVersion(*entry) : room;
     if (!loaded.ok()) {
       result = loaded.status();
-      registry.Failed(wanted, result);
+      MANYPY_RETURN_IF_ERROR(registry.Failed(wanted, result));
       Log(LogLevel::kWarning, "model " + name + " version " + std::to_string(entry->version) +
                                   " failed to load after " + FormatSecondsFixed(SecondsSince(start)) +
                                   " s: " + result.message());
@@ -95,7 +96,8 @@ Status LoadPipeline::Load(const std::string& name) {
     // An executable that measures nothing (TorchScript) counts as estimated.
     const int64_t bytes = model->memory().total() > 0 ? model->memory().total() : estimate;
     // New handles get the new version from here on; its request uses it now.
-    registry.Serve(wanted, std::move(model), bytes, executor_.for_request ? context_.next_use() : 0);
+    MANYPY_RETURN_IF_ERROR(registry.Serve(wanted, std::move(model), bytes,
+                                          executor_.for_request ? context_.next_use() : 0));
   }
   // Its first load could only estimate what its Python holds; now measured.
   if (result.ok()) context_.budget->FitAfterLoad(name, *executor_.evictions);

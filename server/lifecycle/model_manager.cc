@@ -63,8 +63,10 @@ void ModelManager::LoadStartupModels() {
       }
     }
   }
-  // A model that fails to load is reported in the index.
-  for (const auto& name : names) (void)LoadWith(startup_, name);
+  for (const auto& name : names) {
+    // A model that fails to load is logged and shown in the index; the others load on.
+    if (Status loaded = LoadWith(startup_, name); !loaded.ok()) continue;
+  }
   if (options_.on_demand) registry_.Pin(names);
 }
 
@@ -82,8 +84,8 @@ Status ModelManager::Unload(const std::string& name) {
   std::lock_guard<std::mutex> lock(registry_.mu());
   VersionPtr serving = registry_.ServingLocked(name);
   if (serving == nullptr) return NotFound("model '" + name + "' is not loaded");
-  retirer_.RetireLocked(serving, "unloaded", loader_);  // in-flight requests finish on their handles
-  return Status::Ok();
+  // In-flight requests finish on their handles.
+  return retirer_.RetireLocked(serving, "unloaded", loader_);
 }
 
 void ModelManager::LoadAsync(const std::string& name, std::function<void(const Status&)> done) {

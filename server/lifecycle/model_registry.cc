@@ -230,27 +230,28 @@ VersionPtr ModelRegistry::BeginLoad(const std::string& name, int64_t version) {
   return v;
 }
 
-void ModelRegistry::NotInRepository(const std::string& name, const Status& why) {
+Status ModelRegistry::NotInRepository(const std::string& name, const Status& why) {
   std::lock_guard<std::mutex> lock(mu_);
   // A name the repository does not have gets no record: it stays NOT_FOUND.
   auto it = records_.find(name);
-  if (it == records_.end() || ServingOf(it->second) != nullptr) return;
+  if (it == records_.end() || ServingOf(it->second) != nullptr) return Status::Ok();
   auto gone = std::make_shared<LoadedVersion>(name, 0);
-  (void)gone->lifecycle.Fail(why.message());
+  MANYPY_RETURN_IF_ERROR(gone->lifecycle.Fail(why.message()));
   gone->said_at = ++said_;
   Forget(it->second, [](const LoadedVersion& v) { return !v.failed_beside_serving; });
   it->second.versions.push_back(gone);
+  return Status::Ok();
 }
 
-void ModelRegistry::Failed(const VersionPtr& version, const Status& why) {
+Status ModelRegistry::Failed(const VersionPtr& version, const Status& why) {
   std::lock_guard<std::mutex> lock(mu_);
   Record& r = records_[version->lifecycle.name()];
-  (void)version->lifecycle.Fail(why.message());
+  MANYPY_RETURN_IF_ERROR(version->lifecycle.Fail(why.message()));
   VersionPtr serving = ServingOf(r);
   if (serving != nullptr && serving->lifecycle.version() == version->lifecycle.version()) {
     // The serving version itself failed to load again: it serves on, nothing to show.
     r.versions.erase(std::remove(r.versions.begin(), r.versions.end(), version), r.versions.end());
-    return;
+    return Status::Ok();
   }
   const bool beside = serving != nullptr;
   // The newest failure replaces an older one; while nothing serves, also
@@ -260,19 +261,21 @@ void ModelRegistry::Failed(const VersionPtr& version, const Status& why) {
   });
   version->failed_beside_serving = beside;
   version->said_at = ++said_;
+  return Status::Ok();
 }
 
-void ModelRegistry::Serve(const VersionPtr& version, std::shared_ptr<Model> model, int64_t bytes,
-                          uint64_t use) {
+Status ModelRegistry::Serve(const VersionPtr& version, std::shared_ptr<Model> model, int64_t bytes,
+                            uint64_t use) {
   std::lock_guard<std::mutex> lock(mu_);
   Record& r = records_[version->lifecycle.name()];
+  MANYPY_RETURN_IF_ERROR(version->lifecycle.Ready());
   version->model = std::move(model);
   version->bytes = bytes;
   r.slot_bytes_seen = version->model->memory().slot_total();
-  (void)version->lifecycle.Ready();
   if (use > 0) r.last_used = use;
   Forget(r, [](const LoadedVersion&) { return true; });
   for (auto& v : r.versions) v->failed_beside_serving = false;
+  return Status::Ok();
 }
 
 VersionPtr ModelRegistry::ServingLocked(const std::string& name) const {
@@ -280,30 +283,32 @@ VersionPtr ModelRegistry::ServingLocked(const std::string& name) const {
   return it == records_.end() ? nullptr : ServingOf(it->second);
 }
 
-void ModelRegistry::StopServingLocked(const VersionPtr& version, const std::string& reason) {
-  (void)version->lifecycle.Drain(reason);
-  if (reason.empty()) return;
+Status ModelRegistry::StopServingLocked(const VersionPtr& version, const std::string& reason) {
+  MANYPY_RETURN_IF_ERROR(version->lifecycle.Drain(reason));
+  if (reason.empty()) return Status::Ok();
   // It is what the model shows now: an older unload or eviction no longer.
   Forget(records_[version->lifecycle.name()], [](const LoadedVersion& v) {
     return v.lifecycle.state() == VersionState::kUnloaded || v.lifecycle.version() == 0;
   });
   version->said_at = ++said_;
+  return Status::Ok();
 }
 
-std::shared_ptr<Model> ModelRegistry::StartUnload(const VersionPtr& version) {
+StatusOr<std::shared_ptr<Model>> ModelRegistry::StartUnload(const VersionPtr& version) {
   std::lock_guard<std::mutex> lock(mu_);
-  (void)version->lifecycle.StartUnload();
+  MANYPY_RETURN_IF_ERROR(version->lifecycle.StartUnload());
   return std::move(version->model);
 }
 
-void ModelRegistry::FinishUnload(const VersionPtr& version) {
+Status ModelRegistry::FinishUnload(const VersionPtr& version) {
   std::lock_guard<std::mutex> lock(mu_);
-  (void)version->lifecycle.FinishUnload();
-  if (version->said_at > 0) return;  // unloaded or evicted: shown until something newer happens
+  MANYPY_RETURN_IF_ERROR(version->lifecycle.FinishUnload());
+  if (version->said_at > 0) return Status::Ok();  // unloaded or evicted: shown until something newer
   auto it = records_.find(version->lifecycle.name());
-  if (it == records_.end()) return;
+  if (it == records_.end()) return Status::Ok();
   auto& v = it->second.versions;
   v.erase(std::remove(v.begin(), v.end(), version), v.end());
+  return Status::Ok();
 }
 
 std::vector<ResidentModel> ModelRegistry::ResidentLocked(const std::string& loading) const {

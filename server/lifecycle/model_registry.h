@@ -71,23 +71,25 @@ class ModelRegistry {
 
   // Transitions, each in one place.
   /// A load of `version` begins (Loading).
+  /// Each transition below returns its lifecycle's answer: INTERNAL (logged)
+  /// for a move the lifecycle does not allow, a bug.
   VersionPtr BeginLoad(const std::string& name, int64_t version);
   /// A load of `name` found no archive: shown when no version serves.
-  void NotInRepository(const std::string& name, const Status& why);
+  Status NotInRepository(const std::string& name, const Status& why);
   /// Loading -> Failed.
-  void Failed(const VersionPtr& version, const Status& why);
+  Status Failed(const VersionPtr& version, const Status& why);
   /// Loading -> Ready: takes new requests from now on; `use` marks it used
   /// (0: not). What failed or was unloaded before is no longer shown.
-  void Serve(const VersionPtr& version, std::shared_ptr<Model> model, int64_t bytes, uint64_t use);
+  Status Serve(const VersionPtr& version, std::shared_ptr<Model> model, int64_t bytes, uint64_t use);
   /// The version that serves `name`, or null. REQUIRES: mu() held.
   VersionPtr ServingLocked(const std::string& name) const;
   /// Ready -> Draining: `reason` ("" when a newer version replaced it) is what
   /// the index shows. REQUIRES: mu() held.
-  void StopServingLocked(const VersionPtr& version, const std::string& reason);
+  Status StopServingLocked(const VersionPtr& version, const std::string& reason);
   /// Draining -> Unloading: returns its handle, which the registry lets go.
-  std::shared_ptr<Model> StartUnload(const VersionPtr& version);
+  StatusOr<std::shared_ptr<Model>> StartUnload(const VersionPtr& version);
   /// Unloading -> Unloaded: a replaced version is forgotten.
-  void FinishUnload(const VersionPtr& version);
+  Status FinishUnload(const VersionPtr& version);
 
   // The budget's view. REQUIRES: mu() held.
   /// Every serving, loading and draining version (`loading`'s are not evictable).

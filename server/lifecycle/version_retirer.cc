@@ -12,9 +12,9 @@ VersionRetirer::VersionRetirer(ModelRegistry* registry, Dispatcher* dispatcher, 
   guard_->retirer = this;
 }
 
-void VersionRetirer::RetireLocked(const VersionPtr& version, const std::string& reason,
-                                  BackgroundThread& unloader) {
-  registry_->StopServingLocked(version, reason);
+Status VersionRetirer::RetireLocked(const VersionPtr& version, const std::string& reason,
+                                    BackgroundThread& unloader) {
+  MANYPY_RETURN_IF_ERROR(registry_->StopServingLocked(version, reason));
   const std::shared_ptr<Model>& model = version->model;
   Log(LogLevel::kInfo, "model " + model->name() + " version " + std::to_string(model->version()) +
                            " retired: takes no new requests, unloads once drained (" +
@@ -32,6 +32,7 @@ void VersionRetirer::RetireLocked(const VersionPtr& version, const std::string& 
     VersionRetirer* retirer = guard->retirer;
     unloader->Post([retirer, version] { retirer->UnloadDrained(version); });
   });
+  return Status::Ok();
 }
 
 void VersionRetirer::ReleaseEverySlot(Executable& executable) {
@@ -41,14 +42,17 @@ void VersionRetirer::ReleaseEverySlot(Executable& executable) {
 }
 
 void VersionRetirer::UnloadDrained(const VersionPtr& version) {
-  std::shared_ptr<Model> model = registry_->StartUnload(version);
+  // A refused transition is a bug the lifecycle has logged: the version is left as it is.
+  StatusOr<std::shared_ptr<Model>> unloading = registry_->StartUnload(version);
+  if (!unloading.ok()) return;
+  std::shared_ptr<Model> model = std::move(*unloading);
   std::string what = model->name() + " version " + std::to_string(model->version());
   Clock::time_point start = Clock::now();
   ReleaseEverySlot(model->queue()->executable());
   // Drained: only handles taken before it left remain, and Submit gives
   // their requests back; the executable goes with the last of them.
   model.reset();
-  registry_->FinishUnload(version);
+  if (!registry_->FinishUnload(version).ok()) return;
   // What the allocator freed goes back to the system now, not whenever it
   // gets round to it: evictions make room for the next load (memory_release.h).
   ReturnFreeMemoryToSystem();

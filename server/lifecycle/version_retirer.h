@@ -24,7 +24,8 @@ class VersionRetirer {
   /// Stops serving `version` (`reason` as the index shows it, "" when a
   /// newer version replaces it) and unloads it on `unloader` once drained.
   /// REQUIRES: the registry's mutex held.
-  void RetireLocked(const VersionPtr& version, const std::string& reason, BackgroundThread& unloader);
+  /// INTERNAL (a bug, logged) if `version` was not Ready.
+  Status RetireLocked(const VersionPtr& version, const std::string& reason, BackgroundThread& unloader);
   /// Releases `executable` on every slot in turn, each held out of dispatch
   /// meanwhile, so that the other models serve on.
   void ReleaseEverySlot(Executable& executable);
