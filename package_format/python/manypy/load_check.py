@@ -24,6 +24,7 @@ import torch
 
 from . import archive_traceback
 from . import server_runtime
+from . import value_specs
 
 # The Python the server embeds (DESIGN.md); $MANYPY_SERVER_PYTHON for another.
 SERVER_PYTHON = "/usr/bin/python3"
@@ -89,21 +90,19 @@ _UNSIGNED = ("UINT16", "UINT32", "UINT64")  # arrive widened to signed types (da
 def signature_problems(manifest, loaded):
     """Messages for every output of every example whose datatype or shape
     breaks the manifest (what the server would answer INTERNAL)."""
-    from . import package  # imports this module lazily: no cycle at import time
-
     problems = []
     batch = manifest.get("max_batch_size", 0)
     for i, values in enumerate(loaded):
         for k, (spec, value) in enumerate(zip(manifest["outputs"], values)):
             field = f"outputs[{k}]"
             try:
-                datatype, shape = package._value_spec(value, field)
+                datatype, shape = value_specs.value_spec(value, field)
                 if spec["datatype"] in _UNSIGNED and isinstance(value, torch.Tensor) and \
                         not value.is_floating_point() and value.dtype != torch.bool:
                     datatype = spec["datatype"]
-                shape = package._strip_batch(shape, batch, None, field)
-                package._check_declared(field, spec, datatype, shape, "the loaded model returned",
-                                        "the loaded model returned")
+                shape = value_specs.strip_batch(shape, batch, None, field)
+                value_specs.check_declared(field, spec, datatype, shape,
+                                            "the loaded model returned", "the loaded model returned")
             except ValueError as e:
                 problems.append(f"output '{spec['name']}' of example {i}: {e}")
     return problems
