@@ -12,10 +12,11 @@ import zipfile
 
 import torch
 
+from manypy_model_runtime.host import top_folder
+
 from . import load_check
 from . import manifest as _manifest
 from .reading import read_manifest
-from .server_runtime import _top_folder as top_folder
 
 # The first PyTorch whose libtorch has the C++ package loader
 # (torch/csrc/inductor/aoti_package/model_package_loader.h): Debian 13's 2.6.

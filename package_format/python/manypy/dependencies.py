@@ -20,7 +20,7 @@ DEFAULT_EXTERN = (
 )
 # What a model calls of the server (manypy.infer, request, log): mocked in the
 # archive (which keeps its manifest under manypy/, so manypy cannot be
-# extern), and replaced at load by the server's own module (model_runtime.py).
+# extern), and replaced at load by the server's own module (manypy_model_runtime).
 SERVER_API_MODULES = ("manypy", "manypy.**")
 DEFAULT_INTERN = ("**",)
 # Folders whose modules count as installed (so extern by default): besides

@@ -29,11 +29,12 @@ place), load_check.py (the check in a fresh server Python), reading.py
 
 import os
 
+from manypy_model_runtime import host as _runtime_host
+
 from . import aoti
 from . import load_check as _load_check
 from . import manifest as _manifest
 from . import model_module as _model
-from . import server_runtime as _runtime_host
 from .archive_writer import write_archive
 from .dependencies import (DEFAULT_EXTERN, DEFAULT_INTERN, SERVER_API_MODULES,
                            SITE_FOLDER_NAMES, installed_modules)
@@ -267,8 +268,8 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
 def load_model(path, device="cpu"):
     """Loads an archive the way the server does, in this interpreter:
     returns (model, manifest). After check_archive, a Python archive goes
-    through the server's own loader (server/lifecycle/model_runtime.py, via
-    server_runtime.py): its extern modules imported first, the entry point
+    through the server's own loader (the package manypy_model_runtime, via
+    its host.py): its extern modules imported first, the entry point
     built over storages mapped from the file, eval mode, no gradients, on
     `device`. A reference for tests and users; load_check.py does the same in
     a fresh process."""

@@ -11,11 +11,10 @@ import zipfile
 import torch
 from torch.package import PackageImporter
 
+from manypy_model_runtime.host import top_folder
+
 from . import manifest as _manifest
 from .layout import PICKLE_PACKAGE, PICKLE_RESOURCE, STORAGE_ALIGNMENT
-# The archive's one top-level folder: server_runtime's rule (the load check's
-# child reads archives with it too).
-from .server_runtime import _top_folder as top_folder
 
 
 def archive_entries(path):
