@@ -9,8 +9,8 @@
 #include "interpreters/torch_version.h"
 #include "server/lifecycle/archive_traceback.h"
 #include "server/lifecycle/memory_release.h"
+#include "server/lifecycle/model_runtime.h"
 #include "server/lifecycle/python_heap_measurements.h"
-#include "server/lifecycle/model_runtime_source.h"
 #include "server/log.h"
 
 namespace manypy {
@@ -30,7 +30,7 @@ constexpr const char* kRuntimeModule = "manypy_model_runtime";
 // and a reserve would only be resident memory beside the budget (make
 // bench-many-models: 4 MiB per interpreter cost 8 MiB of its peak).
 constexpr size_t kArenaReserveBytes = 0;
-// model_runtime.py raises it when the server's Python lacks an extern module.
+// The runtime raises it when the server's Python lacks an extern module.
 constexpr const char* kMissingModulesError = "manypy_model_runtime.MissingModulesError";
 constexpr const char* kCompileToolchainError = "manypy_model_runtime.CompileToolchainError";
 constexpr const char* kUsesCompileEntry = "manypy/uses_torch_compile";
@@ -109,7 +109,7 @@ Status PythonModel::PrepareInterpreters(InterpreterPool* pool) {
     return pool->RunAt(
         i,
         [](InterpreterSession& session) {
-          session.DefineModule(kRuntimeModule, kModelRuntimeSource);
+          DefineModelRuntime(session);
           session.Global("gc", "freeze").Call();
         },
         [i](const PythonError& e) {
@@ -146,7 +146,7 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
   Value device(manifest.device);
   Value shared = StorageValues(**storages);
   ReplicatedObject model = pool->Replicate([=](InterpreterSession& s) {
-    return s.DefineModule(kRuntimeModule, kModelRuntimeSource)
+    return DefineModelRuntime(s)
         .Attr("load")
         .Call({path, entry, shared, device, copy_path, name});
   });
@@ -155,7 +155,7 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
   Value batched(manifest.max_batch_size > 0);
   const char* run = manifest.streaming ? "start_stream" : "infer";
   ReplicatedObject runner = pool->Replicate([=](InterpreterSession& s) {
-    Obj infer = s.DefineModule(kRuntimeModule, kModelRuntimeSource).Attr(run);
+    Obj infer = DefineModelRuntime(s).Attr(run);
     return s.Global("functools", "partial").CallWith({infer, model.In(s), s.FromValue(method),
                                                       s.FromValue(names), s.FromValue(device),
                                                       s.FromValue(batched)});
@@ -179,10 +179,10 @@ Status PythonModel::Prepare(size_t slot) {
     // model that traces memory itself is left alone (its figure is then 0).
     // Measured once per archive file (python_heap_measurements.h).
     // An archive whose code calls torch.compile says so (SCHEMA.md): torch's
-    // compiler is imported before the heap is measured (model_runtime.py).
+    // compiler is imported before the heap is measured (the model runtime).
     const auto& entries = archive_->entries();
     if (std::find(entries.begin(), entries.end(), kUsesCompileEntry) != entries.end()) {
-      session.DefineModule(kRuntimeModule, kModelRuntimeSource).Attr("import_compiler").Call();
+      DefineModelRuntime(session).Attr("import_compiler").Call();
     }
     PythonHeapMeasurements& measured = PythonHeapMeasurements::Shared();
     std::optional<int64_t> known = measured.Find(heap_key_);
@@ -202,12 +202,12 @@ Status PythonModel::Prepare(size_t slot) {
       // peak of make bench-many-models was such a first load.
       ReturnFreeMemoryToSystem();
     }
-    int64_t tensor_bytes = session.DefineModule(kRuntimeModule, kModelRuntimeSource)
+    int64_t tensor_bytes = DefineModelRuntime(session)
                                .Attr("owned_tensor_bytes")
                                .CallWith({model_.In(session), session.FromValue(StorageValues(*storages_))})
                                .ToValue()
                                .to_int();
-    if (session.DefineModule(kRuntimeModule, kModelRuntimeSource)
+    if (DefineModelRuntime(session)
             .Attr("is_compiled")
             .CallWith({model_.In(session)})
             .ToValue()

@@ -177,7 +177,7 @@ TEST(PythonModelTest, UnloadingFreesTheModelsImporterInEveryInterpreter) {
     EXPECT_EQ(s.Eval(importers).ToValue().to_int(), 0) << "interpreter " << i;
     EXPECT_EQ(s.Eval("sum('torch_package' in f for f in __import__('linecache').cache)")
                   .ToValue().to_int(), 0) << "interpreter " << i;
-    // Nor do the modules' sys.modules entries (model_runtime.py's ArchiveImporter) outlive them.
+    // Nor do the modules' sys.modules entries (the runtime's ArchiveImporter) outlive them.
     EXPECT_EQ(s.Eval("sum(n.startswith('<torch_package_') for n in __import__('sys').modules)")
                   .ToValue().to_int(), 0) << "interpreter " << i;
   }

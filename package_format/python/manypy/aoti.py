@@ -27,7 +27,10 @@ import torch
 
 from . import aoti_load as _load
 from . import manifest as _manifest
-from . import package as _package
+from .archive_writer import write_archive
+from .model_module import default_name
+from .signature import resolve_signature
+from .value_specs import as_args, example_inputs_for, split_outputs
 # manypy.aoti.load, .Loaded, .RTOL, ... as the CLI, tests and tools name them.
 from .aoti_load import ATOL, MIN_TORCH, RTOL, Loaded, check_loads, load, torch_problem  # noqa: F401
 
@@ -133,7 +136,7 @@ def _outputs_in_flat_order(outputs, result):
     (the server maps its flat results to outputs by position). Every tensor
     the model returns must be served: the compiled model returns them all."""
     leaves = _output_leaves(result)
-    named = _package._split_outputs(result, outputs)
+    named = split_outputs(result, outputs)
     if any(v is None for _, v in named) or len(named) != len(leaves):
         raise ValueError(f"outputs: the model returns {len(leaves)} tensors in a structure the "
                          f"torch_aoti platform does not name (a tensor, a tuple or list of "
@@ -216,13 +219,13 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None, example
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     model = model.eval()
-    name = _package._default_name(name, path)
+    name = default_name(name, path)
     if example_inputs is None:
         if inputs is None:
             raise ValueError("inputs: required unless example_inputs is given")
-        example_inputs = _package.example_inputs_for(inputs, max_batch_size)
+        example_inputs = example_inputs_for(inputs, max_batch_size)
     results = []
-    inputs, outputs, streamed = _package._resolve_signature(
+    inputs, outputs, streamed = resolve_signature(
         model, inputs, outputs, example_inputs, max_batch_size, method, more_example_inputs,
         dynamic_dims, results)
     if streamed:
@@ -233,7 +236,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None, example
                 raise ValueError(f"{field}[{i}].datatype: BYTES; the torch_aoti platform takes "
                                  f"tensors only (strings are Python objects: {_PYTHON_HINT})")
     outputs = _outputs_in_flat_order(outputs, results[0])
-    args = _package._as_args(example_inputs)
+    args = as_args(example_inputs)
     exported = export_program(model, args, inputs, max_batch_size, method)
     in_shapes, out_shapes = _exported_shapes(exported, max_batch_size)
     inputs = _merge_exported(inputs, in_shapes, "inputs")
@@ -259,7 +262,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None, example
 
     check = None
     if load_check:
-        examples = [args] + [_package._as_args(e) for e in (more_example_inputs or [])]
+        examples = [args] + [as_args(e) for e in (more_example_inputs or [])]
         eager = list(results)
         if max_batch_size > 1:  # what dynamic batching sends: a full batch
             full = tuple(_batch_of(a, max_batch_size) for a in args)
@@ -270,7 +273,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None, example
         def check(tmp, file_uses):
             check_loads(tmp, manifest, examples, eager, display_path=os.path.abspath(path))
 
-    _package._write_archive(path, write, intern=None, extern=None, check=check)
+    write_archive(path, write, intern=None, extern=None, check=check)
     return manifest
 
 

@@ -12,8 +12,11 @@ import zipfile
 
 import torch
 
+from manypy_model_runtime.host import top_folder
+
+from . import load_check
 from . import manifest as _manifest
-from . import package as _package
+from .reading import read_manifest
 
 # The first PyTorch whose libtorch has the C++ package loader
 # (torch/csrc/inductor/aoti_package/model_package_loader.h): Debian 13's 2.6.
@@ -52,7 +55,7 @@ def _read_pt2(path, manifest, folder):
     package = ep.get("package", _manifest.AOTI_PACKAGE).replace(".", "/")
     rel = f"{package}/{ep.get('resource', _manifest.AOTI_RESOURCE)}"
     with zipfile.ZipFile(path) as zf:
-        top = _package._top_folder(zf.namelist(), path)
+        top = top_folder(zf.namelist(), path)
         target = os.path.join(folder, "model.pt2")
         with zf.open(f"{top}/{rel}") as src, open(target, "wb") as dst:
             shutil.copyfileobj(src, dst)
@@ -67,7 +70,7 @@ class Loaded:
 
     def __init__(self, path, manifest=None):
         check_torch()
-        self.manifest = manifest or _package.read_manifest(path)
+        self.manifest = manifest or read_manifest(path)
         if self.manifest["platform"] != _manifest.AOTI_PLATFORM:
             raise ValueError(f"{path}: platform {self.manifest['platform']!r} is not "
                              f"{_manifest.AOTI_PLATFORM}")
@@ -95,8 +98,6 @@ def check_loads(path, manifest, examples, eager, display_path=None):
     """Loads archive `path` as the server does (Loaded), runs `examples` and
     compares with `eager` (the eager model's results, one per example). Raises
     load_check.LoadCheckError naming what differs."""
-    from . import load_check  # imports package lazily; no cycle at import time
-
     display_path = display_path or path
     try:
         loaded = Loaded(path, manifest)

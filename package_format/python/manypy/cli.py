@@ -18,7 +18,6 @@ otherwise exits with the checker's status.
 """
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ import sys
 import zipfile
 
 from . import manifest as _manifest
+from .cli_inspect import cmd_inspect
 
 CHECKER = "manypy-archive-check"
 
@@ -58,13 +58,15 @@ def _batching(args):
     return batching
 
 
-def _build_model(package, module, function, weights):
+def _build_model(module, function, weights):
+    from .weights import load_state_dict, load_weights  # imports torch: only for create
+
     build = getattr(module, function, None)
     if not callable(build):
         raise ValueError(f"--factory: module {module.__name__!r} has no callable {function!r}")
     model = build()
     if weights:
-        package._load_state_dict(model, package._load_weights(weights))
+        load_state_dict(model, load_weights(weights))
     return model
 
 
@@ -124,14 +126,14 @@ def cmd_create(args):
         if common.pop("sequence_batching"):
             raise ValueError("--sequence-batching: only a Python model keeps per-sequence state "
                              "(an AOTInductor archive has no Python to keep it in)")
-        model = _build_model(package, module, function, args.weights)
+        model = _build_model(module, function, args.weights)
         if example is None:  # torch.export traces the model on an example
             example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
         manifest = package.export(model, args.output_path, example_inputs=example,
                                   load_check=args.load_check, format="aoti", **common)
     elif args.torchscript:
         from . import torchscript
-        model = _build_model(package, module, function, args.weights)
+        model = _build_model(module, function, args.weights)
         if example is None and args.torchscript == "trace":
             example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
         for unused in ("intern", "extern"):
@@ -147,7 +149,7 @@ def cmd_create(args):
                                           example_inputs=example, load_check=args.load_check,
                                           **common)
     else:
-        model = _build_model(package, module, function, args.weights)
+        model = _build_model(module, function, args.weights)
         manifest = package.export(model, args.output_path, example_inputs=example,
                                   modules=[module], load_check=args.load_check, **common)
     size = os.path.getsize(args.output_path)
@@ -171,99 +173,6 @@ def cmd_create(args):
     else:
         print("load check: skipped (--no-load-check); `manypy-package validate --load` runs it "
               "where the model's runtime is installed")
-    return 0
-
-
-def _entry_table(path):
-    """The archive's entries (name relative to the top folder, sizes,
-    compression) without importing torch."""
-    with zipfile.ZipFile(path) as zf:
-        infos = zf.infolist()
-    top = {i.filename.split("/", 1)[0] for i in infos}
-    strip = len(top.pop()) + 1 if len(top) == 1 else 0
-    rows = []
-    with open(path, "rb") as f:
-        for info in infos:
-            f.seek(info.header_offset + 26)
-            name_len, extra_len = int.from_bytes(f.read(2), "little"), int.from_bytes(f.read(2), "little")
-            offset = info.header_offset + 30 + name_len + extra_len
-            method = "stored" if info.compress_type == zipfile.ZIP_STORED else (
-                "deflated" if info.compress_type == zipfile.ZIP_DEFLATED else f"method {info.compress_type}")
-            rows.append((info.filename[strip:], info.file_size, info.compress_size, method, offset))
-    return rows
-
-
-def _extern_modules(path):
-    """The modules the archive expects the server's Python to provide
-    (torch.package's .data/extern_modules), in recorded order; [] if none."""
-    with zipfile.ZipFile(path) as zf:
-        names = zf.namelist()
-        top = {n.split("/", 1)[0] for n in names}
-        entry = f"{next(iter(top))}/.data/extern_modules" if len(top) == 1 else None
-        if not entry or entry not in names:
-            return []
-        return [line for line in zf.read(entry).decode("utf-8").splitlines() if line.strip()]
-
-
-def _print_extern_modules(path):
-    modules = _extern_modules(path)
-    tops = sorted({m.split(".", 1)[0] for m in modules})
-    print(f"extern modules ({len(modules)}; the server's Python must provide them, "
-          f"from {len(tops)} top-level packages: {', '.join(tops)}):")
-    for module in sorted(modules):
-        print(f"  {module}")
-
-
-def _variable_dims(manifest):
-    """'input NAME [dims]; output NAME [dims]' for every -1 dimension, or
-    None when the signature has none."""
-    parts = []
-    for kind in ("inputs", "outputs"):
-        for spec in manifest.get(kind) or []:
-            shape = spec.get("shape") if isinstance(spec, dict) else None
-            dims = [j for j, d in enumerate(shape or []) if d == -1]
-            if dims:
-                parts.append(f"{kind[:-1]} {spec.get('name')} {dims}")
-    return "; ".join(parts) or None
-
-
-def cmd_inspect(args):
-    manifest = None
-    error = None
-    try:
-        with zipfile.ZipFile(args.archive) as zf:
-            names = zf.namelist()
-            top = {n.split("/", 1)[0] for n in names}
-            entry = f"{next(iter(top))}/manypy/manifest.json" if len(top) == 1 else None
-            raw = zf.read(entry) if entry and entry in names else None
-        if raw is None:
-            error = "no manypy/manifest.json in the archive"
-        else:
-            manifest = json.loads(raw)
-            try:
-                _manifest.validate_manifest(manifest)
-            except ValueError as e:
-                error = f"manifest is invalid: {e}"
-    except (zipfile.BadZipFile, OSError, json.JSONDecodeError) as e:
-        print(f"manypy-package: {args.archive}: {e}", file=sys.stderr)
-        return 1
-    print(f"archive: {args.archive} ({os.path.getsize(args.archive):,} bytes)")
-    if manifest is not None:
-        print("manifest:")
-        print(_manifest.pretty(manifest))
-        variable = _variable_dims(manifest)
-        print(f"variable dimensions (-1: any size at serving time): {variable or 'none'}"
-              f"{' (batch dimension excluded)' if variable and manifest.get('max_batch_size') else ''}")
-    rows = _entry_table(args.archive)
-    width = max([len(r[0]) for r in rows] + [5])
-    print(f"entries ({len(rows)}):")
-    print(f"  {'name':<{width}}  {'size':>12}  {'compressed':>12}  {'method':<8}  offset%64")
-    for name, size, csize, method, offset in rows:
-        print(f"  {name:<{width}}  {size:>12,}  {csize:>12,}  {method:<8}  {offset % 64}")
-    _print_extern_modules(args.archive)
-    if error:
-        print(f"manypy-package: {args.archive}: {error}", file=sys.stderr)
-        return 1
     return 0
 
 

@@ -3,7 +3,7 @@
 An archive is loaded in a fresh process the way the server loads it: Debian's
 /usr/bin/python3 (the Python the server embeds), isolated as the server's
 interpreters are (no PYTHONPATH, no user site-packages, no working folder on
-sys.path), the server's own loader (server/lifecycle/model_runtime.py: the
+sys.path), the server's own loader (the package manypy_model_runtime: the
 same importer, the extern modules imported first, the entry point built over
 the archive's storages), then the server's warm-up call, then the example
 inputs, whose outputs are compared with the eager model's. Any failure is a
@@ -22,8 +22,12 @@ import warnings
 
 import torch
 
+import manypy_model_runtime
+from manypy_model_runtime import host
+
 from . import archive_traceback
-from . import server_runtime
+from . import serving
+from . import value_specs
 
 # The Python the server embeds (DESIGN.md); $MANYPY_SERVER_PYTHON for another.
 SERVER_PYTHON = "/usr/bin/python3"
@@ -46,10 +50,9 @@ def server_python():
 
 def eager_outputs(manifest, results):
     """Each example's eager result as the list of outputs the server would
-    send (server_runtime's rule: dict keys, tuple positions, NAME__<index>)."""
-    runtime = server_runtime.import_runtime()
+    send (the runtime's rule: dict keys, tuple positions, NAME__<index>)."""
     names = [o["name"] for o in manifest["outputs"]]
-    return [runtime._as_output_list(r, names) for r in results]
+    return [manypy_model_runtime._as_output_list(r, names) for r in results]
 
 
 def _values_differ(eager, loaded):
@@ -89,21 +92,19 @@ _UNSIGNED = ("UINT16", "UINT32", "UINT64")  # arrive widened to signed types (da
 def signature_problems(manifest, loaded):
     """Messages for every output of every example whose datatype or shape
     breaks the manifest (what the server would answer INTERNAL)."""
-    from . import package  # imports this module lazily: no cycle at import time
-
     problems = []
     batch = manifest.get("max_batch_size", 0)
     for i, values in enumerate(loaded):
         for k, (spec, value) in enumerate(zip(manifest["outputs"], values)):
             field = f"outputs[{k}]"
             try:
-                datatype, shape = package._value_spec(value, field)
+                datatype, shape = value_specs.value_spec(value, field)
                 if spec["datatype"] in _UNSIGNED and isinstance(value, torch.Tensor) and \
                         not value.is_floating_point() and value.dtype != torch.bool:
                     datatype = spec["datatype"]
-                shape = package._strip_batch(shape, batch, None, field)
-                package._check_declared(field, spec, datatype, shape, "the loaded model returned",
-                                        "the loaded model returned")
+                shape = value_specs.strip_batch(shape, batch, None, field)
+                value_specs.check_declared(field, spec, datatype, shape,
+                                            "the loaded model returned", "the loaded model returned")
             except ValueError as e:
                 problems.append(f"output '{spec['name']}' of example {i}: {e}")
     return problems
@@ -139,11 +140,12 @@ def check_loads(path, examples=None, eager=None, manifest=None, display_path=Non
     given, compares. Returns the loaded outputs per example. Messages name
     `display_path` (default: path). Raises LoadCheckError."""
     display_path = display_path or os.fspath(path)
-    manifest = manifest or server_runtime.read_manifest(path)
+    manifest = manifest or host.read_manifest(path)
     work = tempfile.mkdtemp(prefix="manypy-load-check-")
     try:
         request = {"archive": os.path.abspath(os.fspath(path)), "display": display_path,
-                   "server_runtime": os.path.abspath(server_runtime.__file__),
+                   "runtime_folder": os.path.dirname(manypy_model_runtime.__path__[0]),
+                   "serving": os.path.abspath(serving.__file__),
                    "examples": None, "outputs": os.path.join(work, "outputs.pt"),
                    "result": os.path.join(work, "result.json")}
         if examples:
@@ -151,12 +153,9 @@ def check_loads(path, examples=None, eager=None, manifest=None, display_path=Non
             torch.save([list(args) for args in examples], request["examples"])
         with open(os.path.join(work, "request.json"), "w") as f:
             json.dump(request, f)
-        env = dict(os.environ)
-        env[server_runtime.RUNTIME_ENV] = server_runtime.runtime_path()
         command = [server_python(), "-I", _CHILD, os.path.join(work, "request.json")]
         try:
-            proc = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True,
-                                  timeout=timeout)
+            proc = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise LoadCheckError(f"load check: {display_path} did not load and run its examples "
                                  f"within {timeout} s in a fresh {server_python()}; "

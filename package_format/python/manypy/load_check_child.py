@@ -5,12 +5,15 @@ runs the example inputs, and writes what happened.
 Run as `/usr/bin/python3 -I load_check_child.py REQUEST.json`: isolated like
 the server's interpreters (no PYTHONPATH, no user site-packages, no script or
 working folder on sys.path), so the archive gets only what the server's
-Python would give it. REQUEST.json holds {"archive", "display" (the path to name in messages), "server_runtime" (the
-path of server_runtime.py), "examples" (a torch.save'd list of argument
+Python would give it. REQUEST.json holds {"archive", "display" (the path to
+name in messages), "runtime_folder" (the folder holding the package
+manypy_model_runtime), "serving" (the path of manypy/serving.py, the stand-in
+for the server's `manypy`), "examples" (a torch.save'd list of argument
 lists, or null), "outputs" (where to torch.save the outputs), "result"
 (where to write the JSON result)}.
 """
 
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -21,10 +24,28 @@ import traceback
 # the server's).
 _exit = os._exit
 
+RUNTIME = "manypy_model_runtime"
 
-def _import_server_runtime(path):
-    spec = importlib.util.spec_from_file_location("manypy_server_runtime", path)
+
+def _import_runtime_host(folder):
+    """manypy_model_runtime.host, the package imported by name from `folder`
+    alone: the rest of that folder (manypy, the packaging tool) stays off
+    sys.path, as it is off the server's."""
+    spec = importlib.machinery.PathFinder.find_spec(RUNTIME, [folder])
+    if spec is None:
+        raise ImportError(f"no package {RUNTIME} in {folder}", name=RUNTIME)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[RUNTIME] = module
+    spec.loader.exec_module(module)
+    return importlib.import_module(f"{RUNTIME}.host")
+
+
+def _import_serving_stand_in(path):
+    """manypy/serving.py as the runtime's `manypy`, where no server is: a
+    model's nested calls raise its InferenceError."""
+    spec = importlib.util.spec_from_file_location("manypy_serving_stand_in", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["manypy_serving_stand_in"] = module
     spec.loader.exec_module(module)
     return module
 
@@ -34,20 +55,20 @@ def _run(request, result):
     try:
         import torch
 
-        server_runtime = _import_server_runtime(request["server_runtime"])
-        server_runtime.import_runtime()
-        stand_in = server_runtime.serving_stand_in()
-        manifest = server_runtime.read_manifest(request["archive"])
+        host = _import_runtime_host(request["runtime_folder"])
+        stand_in = _import_serving_stand_in(request["serving"])
+        host.set_serving_api(stand_in)
+        manifest = host.read_manifest(request["archive"])
         device = manifest.get("device", "cpu")
         if device != "cpu" and not torch.cuda.is_available():
             result["device_note"] = f"loaded on cpu: the manifest asks for {device}, this machine has no CUDA"
             device = "cpu"
         stage = "loading"
-        model, manifest = server_runtime.load(request["display"], device=device,
-                                              source=request["archive"])
+        model, manifest = host.load(request["display"], device=device,
+                                    source=request["archive"])
         stage = "warm-up (the server's: zeros from the signature)"
         try:
-            server_runtime.warmup(model, manifest, device)
+            host.warmup(model, manifest, device)
         except stand_in.InferenceError:
             pass  # it calls other models (manypy.infer), as the server's warm-up allows
         outputs = []
@@ -58,7 +79,7 @@ def _run(request, result):
             examples = torch.load(request["examples"], weights_only=False)
             for i, args in enumerate(examples):
                 stage = f"example {i}"
-                outputs.append(server_runtime.infer(model, manifest, args, device))
+                outputs.append(host.infer(model, manifest, args, device))
         stage = "saving the outputs"
         torch.save(outputs, request["outputs"])
         result["ok"] = True

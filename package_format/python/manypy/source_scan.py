@@ -5,7 +5,7 @@ it imports, each interned module with its source):
 - optional_externs: extern modules imported only inside `try:` blocks that
   catch ImportError, and needed by no pickle: the model runs without them,
   so a server whose Python lacks them must still load the archive
-  (server/lifecycle/model_runtime.py reads the list from
+  (the server's runtime, manypy_model_runtime, reads the list from
   manypy/optional_modules);
 - file_uses: where interned code uses `__file__`, which inside an archive
   names no file on disk (for the load check's hint and a warning);

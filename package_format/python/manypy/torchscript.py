@@ -19,7 +19,11 @@ import io
 import torch
 
 from . import manifest as _manifest
-from . import package as _package
+from .archive_writer import write_archive
+from .model_module import default_name
+from .reading import load_torchscript, read_manifest
+from .signature import resolve_signature
+from .value_specs import as_args
 
 TORCHSCRIPT_PACKAGE, TORCHSCRIPT_RESOURCE = _manifest.TORCHSCRIPT_PACKAGE, _manifest.TORCHSCRIPT_RESOURCE
 MODES = ("script", "trace")
@@ -46,7 +50,7 @@ def compile_model(model, mode="script", example_inputs=None):
     if example_inputs is None:
         raise ValueError("example_inputs: mode 'trace' needs example inputs to record")
     with torch.no_grad():
-        return torch.jit.trace(model, _package._as_args(example_inputs))
+        return torch.jit.trace(model, as_args(example_inputs))
 
 
 def export(model, path, name=None, version=1, inputs=None, outputs=None, example_inputs=None,
@@ -58,10 +62,9 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None, example
     manypy.package.export, run on the compiled module. Returns the manifest
     dict."""
     scripted = compile_model(model, mode, example_inputs)
-    name = _package._default_name(name, path)
-    inputs, outputs, _ = _package._resolve_signature(scripted, inputs, outputs, example_inputs,
-                                                     max_batch_size, method,
-                                                     dynamic_dims=dynamic_dims)
+    name = default_name(name, path)
+    inputs, outputs, _ = resolve_signature(scripted, inputs, outputs, example_inputs,
+                                           max_batch_size, method, dynamic_dims=dynamic_dims)
     for field, specs in (("inputs", inputs), ("outputs", outputs)):
         for i, spec in enumerate(specs):
             if spec["datatype"] == "BYTES":
@@ -81,13 +84,13 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None, example
                            _manifest.dumps(manifest))
         exporter.save_binary(TORCHSCRIPT_PACKAGE, TORCHSCRIPT_RESOURCE, buffer.getvalue())
 
-    _package._write_archive(path, write, intern=None, extern=None)
+    write_archive(path, write, intern=None, extern=None)
     return manifest
 
 
 def load(path):
     """The archive's TorchScript module (for tests and tools), with its manifest."""
-    manifest = _package.read_manifest(path)
+    manifest = read_manifest(path)
     if manifest["platform"] != _manifest.TORCHSCRIPT_PLATFORM:
         raise ValueError(f"{path}: platform {manifest['platform']!r} is not torchscript")
-    return _package.load_torchscript(path, manifest), manifest
+    return load_torchscript(path, manifest), manifest

@@ -24,7 +24,6 @@ import torch  # noqa: E402
 from torch.package import PackageImporter  # noqa: E402
 
 import manypy.package as P  # noqa: E402
-from manypy import server_runtime  # noqa: E402
 from test_cli import run_cli  # noqa: E402
 
 # --- module-level code that looks itself up in sys.modules -------------------
@@ -439,10 +438,9 @@ class CornerCaseTest(unittest.TestCase):
 
     def serve_in_fresh_python(self, archive, with_site):
         script = textwrap.dedent('''\
-            import importlib.util, json, sys, torch
-            spec = importlib.util.spec_from_file_location("server_runtime", sys.argv[1])
-            server_runtime = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(server_runtime)
+            import json, sys, torch
+            sys.path.insert(0, sys.argv[1])
+            from manypy_model_runtime import host as server_runtime
             model, manifest = server_runtime.load(sys.argv[2])
             (y,) = server_runtime.infer(model, manifest, [torch.full((1, 4), 2.0)])
             accel = type(model).forward.__globals__["accel"]
@@ -451,7 +449,7 @@ class CornerCaseTest(unittest.TestCase):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         if with_site:
             env["PYTHONPATH"] = self.site
-        proc = subprocess.run(["/usr/bin/python3", "-c", script, server_runtime.__file__, archive],
+        proc = subprocess.run(["/usr/bin/python3", "-c", script, MANYPY_PYTHON, archive],
                               capture_output=True, text=True, env=env, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,7 +1,7 @@
 """Extern by default: a module installed in the packaging Python (its
 site-packages / dist-packages) is extern, the user's own code is interned,
 `inspect` lists what the archive expects the server to provide, and the
-server's loader (server/lifecycle/model_runtime.py) refuses, naming them,
+server's loader (the package manypy_model_runtime) refuses, naming them,
 extern modules its Python cannot import."""
 import importlib.util
 import os
@@ -16,7 +16,6 @@ import zipfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 MANYPY_PYTHON = os.path.join(REPO, "package_format", "python")
-MODEL_RUNTIME = os.path.join(REPO, "server", "lifecycle", "model_runtime.py")
 sys.path.insert(0, MANYPY_PYTHON)
 
 import torch  # noqa: E402
@@ -40,10 +39,9 @@ USER_SOURCE = textwrap.dedent(f'''\
 
 # Loads an archive's extern modules the way the server does, in a fresh Python.
 CHECK_SCRIPT = textwrap.dedent('''\
-    import importlib.util, sys
-    spec = importlib.util.spec_from_file_location("model_runtime", sys.argv[1])
-    runtime = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(runtime)
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import manypy_model_runtime as runtime
     from torch.package import PackageImporter
     try:
         runtime.check_extern_modules(PackageImporter(sys.argv[2]), sys.argv[2])
@@ -99,7 +97,7 @@ class InstalledModulesTest(unittest.TestCase):
     def run_check(self, path, extra_path=None):
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (extra_path,) if p)
-        return subprocess.run(["/usr/bin/python3", "-c", CHECK_SCRIPT, MODEL_RUNTIME, path],
+        return subprocess.run(["/usr/bin/python3", "-c", CHECK_SCRIPT, MANYPY_PYTHON, path],
                               capture_output=True, text=True, timeout=120, env=env)
 
     def test_installed_modules_lists_site_packages_not_user_code(self):

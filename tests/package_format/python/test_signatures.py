@@ -3,8 +3,7 @@ examples are left out of the signature (export warns) and are a clear error
 when the server finds None in a declared output; several examples or
 dynamic_dims make dimensions variable (-1); a list holding one dict
 (torchvision's detectors) is keyed by its dict. The server's side is
-server/lifecycle/model_runtime.py, loaded here as the server loads it."""
-import importlib.util
+the package manypy_model_runtime, imported here by the name the server gives it."""
 import os
 import shutil
 import subprocess
@@ -23,12 +22,8 @@ if HERE not in sys.path:
 import torch  # noqa: E402
 
 import manypy.package as P  # noqa: E402
+import manypy_model_runtime as runtime  # noqa: E402
 import sample_models  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location(
-    "manypy_model_runtime", os.path.join(REPO, "server", "lifecycle", "model_runtime.py"))
-runtime = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(runtime)
 
 
 def serve(model, manifest, *args):

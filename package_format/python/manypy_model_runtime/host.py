@@ -1,63 +1,32 @@
-"""The server's own loader (server/lifecycle/model_runtime.py), run outside
-the server: the same file, imported from where it lives, called with the
-arguments server/lifecycle/python_model.cc gives it (the manifest's entry
-point, the archive's storages as tensors over one mapping of the file, the
-device, the model's name). Used by load_model() and by the load check's fresh
-process (load_check_child.py), so that an archive that loads here loads in
-the server.
+"""The host's side of the model runtime, played outside the server: calls
+the runtime (this package) with the arguments server/lifecycle/python_model.cc
+gives it (the manifest's entry point, the archive's storages as tensors over
+one mapping of the file, the device, the model's name). Used by
+manypy.package.load_model() and by the load check's fresh process
+(manypy/load_check_child.py), so that an archive that loads here loads in the
+server. Not embedded in the server, which has its own host.
 
-Imports only the standard library and torch: load_check_child.py loads this
-file by path into a Python whose sys.path holds nothing of manypy.
+Imports only the standard library, torch and this package: the load check's
+child imports it by name into a Python whose sys.path holds nothing of manypy.
 """
 
-import importlib.util
 import json
 import mmap
 import os
 import struct
-import sys
 import zipfile
 
 import torch
 
-# Where the server's runtime is: $MANYPY_MODEL_RUNTIME, else beside this
-# package in the source tree (package_format/python/manypy -> server/lifecycle).
-RUNTIME_ENV = "MANYPY_MODEL_RUNTIME"
-_SOURCE_TREE_RUNTIME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
-                                    "server", "lifecycle", "model_runtime.py")
-# The name python_model.cc defines the runtime's module under in every interpreter.
-RUNTIME_MODULE = "manypy_model_runtime"
+import manypy_model_runtime as runtime
+from manypy_model_runtime import calls as _calls
+
 MANIFEST_ENTRY = "manypy/manifest.json"
 
 
-def runtime_path():
-    """The model_runtime.py this tool loads archives with; FileNotFoundError
-    naming where it looked when there is none."""
-    path = os.environ.get(RUNTIME_ENV) or os.path.normpath(_SOURCE_TREE_RUNTIME)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"the server's model loader {path} does not exist (set ${RUNTIME_ENV} to the "
-            f"server's server/lifecycle/model_runtime.py)")
-    return path
-
-
-def import_runtime():
-    """The server's runtime module, imported once per process from runtime_path()."""
-    module = sys.modules.get(RUNTIME_MODULE)
-    if module is not None:
-        return module
-    spec = importlib.util.spec_from_file_location(RUNTIME_MODULE, runtime_path())
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[RUNTIME_MODULE] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(RUNTIME_MODULE, None)
-        raise
-    return module
-
-
-def _top_folder(names, path):
+def top_folder(names, path):
+    """The one top-level folder every entry of an archive lies in (torch.package
+    names it after the file); ValueError when there is not exactly one."""
     tops = {n.split("/", 1)[0] for n in names}
     if len(tops) != 1 or any("/" not in n for n in names):
         raise ValueError(f"{path}: entries are not all under one top-level folder")
@@ -68,7 +37,7 @@ def read_manifest(path):
     """The archive's manifest as a dict (unvalidated: check_archive does that)."""
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
-        entry = f"{_top_folder(names, path)}/{MANIFEST_ENTRY}"
+        entry = f"{top_folder(names, path)}/{MANIFEST_ENTRY}"
         if entry not in names:
             raise ValueError(f"{path}: no {MANIFEST_ENTRY}")
         return json.loads(zf.read(entry))
@@ -76,7 +45,7 @@ def read_manifest(path):
 
 def entry_point_value(manifest):
     """The entry point as python_model.cc's EntryPointValue passes it to
-    model_runtime.load: every field present, with the C++ parser's defaults
+    the runtime's load: every field present, with the C++ parser's defaults
     (package_format/manifest.cc)."""
     ep = manifest["entry_point"]
     kind = ep["kind"]
@@ -104,7 +73,7 @@ def map_storages(path):
         mapping = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) if size else None
     with zipfile.ZipFile(path) as zf:
         infos = zf.infolist()
-    top = _top_folder([i.filename for i in infos], path)
+    top = top_folder([i.filename for i in infos], path)
     storages = {}
     for info in infos:
         rel = info.filename[len(top) + 1:]
@@ -129,7 +98,6 @@ def load(path, device=None, source=None):
     its sealed copy of the archive), naming `path` in messages."""
     source = os.fspath(source or path)
     manifest = read_manifest(source)
-    runtime = import_runtime()
     model = runtime.load(os.fspath(path), entry_point_value(manifest), map_storages(source),
                          device or manifest.get("device", "cpu"), source, manifest.get("name"))
     return model, manifest
@@ -139,7 +107,6 @@ def infer(model, manifest, inputs, device=None):
     """The outputs (a list in manifest order) of one call as the server makes
     it: runtime.infer with the manifest's method and output names; for a
     streaming model, its first response (then the stream is closed)."""
-    runtime = import_runtime()
     args = (model, manifest.get("method", "forward"), [o["name"] for o in manifest["outputs"]],
             device or manifest.get("device", "cpu"), manifest.get("max_batch_size", 0) > 0,
             list(inputs))
@@ -157,23 +124,16 @@ def warmup(model, manifest, device=None):
     warmup_inputs, and for a torch.compile'd model that batches a second
     with a batch of 2, which compiles its batch dimension dynamic."""
     infer(model, manifest, warmup_inputs(manifest), device)
-    if (import_runtime().is_compiled(model) and manifest.get("max_batch_size", 0) >= 2 and
+    if (runtime.is_compiled(model) and manifest.get("max_batch_size", 0) >= 2 and
             not manifest.get("streaming")):
         infer(model, manifest, warmup_inputs(manifest, 2), device)
 
 
-def serving_stand_in():
-    """manypy.serving (beside this file) as the runtime's `manypy`, where no
-    server is: a model's nested calls raise its InferenceError. Returns it."""
-    module = sys.modules.get("manypy_serving_stand_in")
-    if module is None:
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serving.py")
-        spec = importlib.util.spec_from_file_location("manypy_serving_stand_in", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["manypy_serving_stand_in"] = module
-        spec.loader.exec_module(module)
-    import_runtime().api_override = module
-    return module
+def set_serving_api(module):
+    """Makes `module` the runtime's `manypy` where no server is (the load
+    check gives it manypy.serving: a model's nested calls raise its
+    InferenceError)."""
+    _calls.api_override = module
 
 
 # The server's warm-up inputs (server/lifecycle/warmup.cc SignatureInputs):
