@@ -72,7 +72,8 @@ def main():
                and options.only in e["file"]]
     version = subprocess.run([options.clang, "--version"], stdout=subprocess.PIPE,
                              text=True).stdout.splitlines()[0]
-    print(f"thread_safety_check: {len(entries)} translation units, {version}, {options.jobs} jobs")
+    print(f"thread_safety_check: {len(entries)} translation units, {version}, "
+          f"{options.jobs} jobs", flush=True)
     started = time.monotonic()
     failed = []
     with concurrent.futures.ThreadPoolExecutor(options.jobs) as pool:
