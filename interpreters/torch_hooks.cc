@@ -84,8 +84,8 @@ RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, std::strin
     return manypy::detail::DefineFromPython(real, this, std::move(schema), std::move(debug),
                                             std::move(tags));
   }
-  static Mutex g_def_mu;  // the look-up and the definition, as one step
-  MutexLock lock(g_def_mu);
+  static manypy::Mutex g_def_mu;  // the look-up and the definition, as one step
+  manypy::MutexLock lock(g_def_mu);
   if (auto op = findSchema(schema.operator_name()); op && op->debug() == debug) {
     g_skipped_definitions++;
     return RegistrationHandleRAII([] {});  // the first definition stays
