@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
 
 all: build
 
@@ -20,6 +20,11 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+# clang's lock analysis (-Wthread-safety -Werror=thread-safety) over every translation unit of
+# the build, syntax only (docs/testing.md); also the ctest thread_safety_check.
+check-thread-safety: build
+	/usr/bin/python3 tools/thread_safety_check.py --build $(BUILD) --jobs $(JOBS)
 
 # The same suite on Debian 13 (PyTorch 2.6, Python 3.13): in a Debian 13 root
 # that tools/debian13.sh makes once with debootstrap (then reuses and updates),

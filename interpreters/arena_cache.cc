@@ -40,7 +40,7 @@ static_assert(sizeof(PoolHeader) == 48, "CPython's pool_header is 48 bytes on 64
 void* ArenaCache::Alloc(void* self, size_t size) {
   auto* cache = static_cast<ArenaCache*>(self);
   {
-    std::lock_guard<std::mutex> lock(cache->mu_);
+    MutexLock lock(cache->mu_);
     auto& list = cache->free_[size];
     if (!list.empty()) {
       void* p = list.back();
@@ -51,20 +51,20 @@ void* ArenaCache::Alloc(void* self, size_t size) {
   }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
-  std::lock_guard<std::mutex> lock(cache->mu_);
+  MutexLock lock(cache->mu_);
   cache->live_.emplace(p, size);
   return p;
 }
 
 void ArenaCache::Free(void* self, void* ptr, size_t size) {
   auto* cache = static_cast<ArenaCache*>(self);
-  std::lock_guard<std::mutex> lock(cache->mu_);
+  MutexLock lock(cache->mu_);
   cache->live_.erase(ptr);
   cache->free_[size].push_back(ptr);
 }
 
 void ArenaCache::Drain() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [size, list] : free_) {
     for (void* p : list) munmap(p, size);
   }
@@ -72,7 +72,7 @@ void ArenaCache::Drain() {
 }
 
 size_t ArenaCache::Trim(size_t keep_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t kept = 0, released = 0;
   for (auto& [size, list] : free_) {
     const size_t room = keep_bytes > kept ? (keep_bytes - kept) / size : 0;
@@ -89,7 +89,7 @@ size_t ArenaCache::Trim(size_t keep_bytes) {
 size_t ArenaCache::ReleaseFreePools() {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   if (page >= kObmallocPool || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) return 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t released = 0;
   std::vector<char*> empty;
   for (const auto& [address, size] : live_) {
@@ -132,7 +132,7 @@ size_t ArenaCache::ReleaseFreePools() {
 }
 
 size_t ArenaCache::cached() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [size, list] : free_) n += list.size();
   return n;

@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/mutex.h"
+
 namespace manypy {
 
 // CPython munmaps every empty 1 MiB arena. With several interpreters running
@@ -56,9 +58,9 @@ class ArenaCache {
   size_t cached() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<size_t, std::vector<void*>> free_;  // guarded by mu_
-  std::unordered_map<void*, size_t> live_;     // handed out, by address; guarded by mu_
+  mutable Mutex mu_;
+  std::map<size_t, std::vector<void*>> free_ GUARDED_BY(mu_);
+  std::unordered_map<void*, size_t> live_ GUARDED_BY(mu_);  // handed out, by address
 };
 
 }  // namespace manypy

@@ -17,6 +17,8 @@
 #include <tuple>
 #include <vector>
 
+#include "common/mutex.h"
+
 extern char** environ;
 
 namespace manypy {
@@ -50,11 +52,11 @@ StatusOr<uint64_t> HashFileContent(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return NotFound("cannot stat " + path + ": " + ErrnoText());
   using Key = std::tuple<std::string, ino_t, off_t, int64_t, int64_t>;
-  static std::mutex mu;
-  static std::map<Key, uint64_t> memo;  // guarded by mu
+  static Mutex mu;
+  static std::map<Key, uint64_t> memo GUARDED_BY(mu);
   Key key{path, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     auto it = memo.find(key);
     if (it != memo.end()) return it->second;
   }
@@ -71,7 +73,7 @@ StatusOr<uint64_t> HashFileContent(const std::string& path) {
     munmap(p, st.st_size);
   }
   close(fd);
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   memo[key] = h;
   return h;
 }

@@ -4,12 +4,14 @@
 #include <memory>
 #include <shared_mutex>
 
+#include "common/mutex.h"
+
 namespace manypy {
 namespace {
 
 struct Registry {
-  std::shared_mutex mu;
-  std::map<std::string, std::shared_ptr<const HostService>> services;  // guarded by mu
+  SharedMutex mu;
+  std::map<std::string, std::shared_ptr<const HostService>> services GUARDED_BY(mu);
 };
 
 Registry& TheRegistry() {
@@ -21,13 +23,13 @@ Registry& TheRegistry() {
 
 void RegisterHostService(const std::string& service, HostService handler) {
   Registry& r = TheRegistry();
-  std::unique_lock<std::shared_mutex> lock(r.mu);
+  WriterLock lock(r.mu);
   r.services[service] = std::make_shared<const HostService>(std::move(handler));
 }
 
 void UnregisterHostService(const std::string& service) {
   Registry& r = TheRegistry();
-  std::unique_lock<std::shared_mutex> lock(r.mu);
+  WriterLock lock(r.mu);
   r.services.erase(service);
 }
 
@@ -35,7 +37,7 @@ StatusOr<Value> CallHostService(const std::string& service, size_t interpreter, 
   std::shared_ptr<const HostService> handler;
   {
     Registry& r = TheRegistry();
-    std::shared_lock<std::shared_mutex> lock(r.mu);
+    ReaderLock lock(r.mu);
     auto it = r.services.find(service);
     if (it != r.services.end()) handler = it->second;
   }

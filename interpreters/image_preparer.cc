@@ -64,7 +64,7 @@ int ImagePreparer::NewSlot() {
 StatusOr<InterpreterImage> ImagePreparer::PrepareInterpreter(int slot) {
   InterpreterImage image;
   image.slot = slot;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto libpython = PrepareLibpythonLocked(slot);
   if (!libpython.ok()) return libpython.status();
   image.libpython = *libpython;
@@ -75,7 +75,7 @@ StatusOr<InterpreterImage> ImagePreparer::PrepareInterpreter(int slot) {
 }
 
 StatusOr<std::string> ImagePreparer::PrepareObject(int slot, const std::string& origin) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return PrepareLocked(slot, origin);
 }
 

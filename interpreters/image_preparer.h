@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "interpreters/elf_object.h"
 
@@ -48,21 +49,21 @@ class ImagePreparer {
  private:
   explicit ImagePreparer(Options options) : options_(std::move(options)) {}
 
-  StatusOr<std::string> PrepareLocked(int slot, const std::string& origin);  // REQUIRES: mu_
-  StatusOr<std::string> PrepareLibpythonLocked(int slot);                     // REQUIRES: mu_
+  StatusOr<std::string> PrepareLocked(int slot, const std::string& origin) REQUIRES(mu_);
+  StatusOr<std::string> PrepareLibpythonLocked(int slot) REQUIRES(mu_);
   /// Where the dynamic linker would find `needed` for an object with `info` at `origin`.
   std::string ResolveNeeded(const std::string& needed, const ElfDynamicInfo& info,
                             const std::string& origin) const;
-  StatusOr<bool> IsPythonDependent(const std::string& path);  // REQUIRES: mu_
+  StatusOr<bool> IsPythonDependent(const std::string& path) REQUIRES(mu_);
 
   // Constant after construction.
   const Options options_;
   std::string libpython_soname_;
   std::vector<std::string> system_dirs_;
 
-  std::mutex mu_;
-  std::map<std::pair<int, std::string>, std::string> prepared_;  // guarded by mu_
-  std::map<std::string, bool> python_dependent_;                 // guarded by mu_
+  Mutex mu_;
+  std::map<std::pair<int, std::string>, std::string> prepared_ GUARDED_BY(mu_);
+  std::map<std::string, bool> python_dependent_ GUARDED_BY(mu_);
 };
 
 }  // namespace manypy

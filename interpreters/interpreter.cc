@@ -20,9 +20,9 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::Start(ImagePreparer* prepare
     bool ok = status.ok();
     booted.set_value(std::move(status));
     if (!ok) return;
-    std::unique_lock<std::mutex> lock(self->mu_);
-    self->cv_.wait(lock, [self] { return self->stop_; });
-    lock.unlock();
+    MutexLock lock(self->mu_);
+    self->cv_.wait(lock.native(), [self]() REQUIRES(self->mu_) { return self->stop_; });
+    lock.Unlock();
     if (self->torch_interpreter_ != nullptr) RemoveTorchInterpreter(self->torch_interpreter_);
     self->shim_->Finalize();
     if (self->arenas_ != nullptr) self->arenas_->Drain();
@@ -89,7 +89,7 @@ Status Interpreter::Boot() {
 Interpreter::~Interpreter() {
   if (!owner_.joinable()) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_one();

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "interpreters/arena_cache.h"
 #include "interpreters/image_preparer.h"
@@ -70,9 +71,9 @@ class Interpreter {
   // threading module waits for its "main thread" otherwise), so each
   // interpreter has an owner thread that boots it, sleeps, then finalises it.
   std::thread owner_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  bool stop_ GUARDED_BY(mu_) = false;
   // Deliberately never freed: after finalisation, stray Python objects owned
   // by libtorch may still be released into it at process exit.
   ArenaCache* arenas_ = nullptr;

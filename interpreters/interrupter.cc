@@ -6,7 +6,7 @@ Interrupter::Interrupter(shim::InterpreterShim* shim) : shim_(shim), thread_([th
 
 Interrupter::~Interrupter() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -15,7 +15,7 @@ Interrupter::~Interrupter() {
 
 void Interrupter::Interrupt(uint64_t token) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     pending_.push_back(token);
   }
   cv_.notify_all();
@@ -25,8 +25,8 @@ void Interrupter::Run() {
   for (;;) {
     std::vector<uint64_t> tokens;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !pending_.empty(); });
+      MutexLock lock(mu_);
+      cv_.wait(lock.native(), [this]() REQUIRES(mu_) { return stop_ || !pending_.empty(); });
       if (stop_) return;
       tokens.swap(pending_);
     }

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "interpreters/shim/shim_api.h"
 
 namespace manypy {
@@ -27,10 +28,10 @@ class Interrupter {
   void Run();
 
   shim::InterpreterShim* const shim_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<uint64_t> pending_;  // guarded by mu_
-  bool stop_ = false;              // guarded by mu_
+  std::vector<uint64_t> pending_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

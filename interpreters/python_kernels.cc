@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
+
 #if MANYPY_TORCH_HOOKS
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
@@ -47,8 +49,8 @@ struct TorchInterpreter {
   const void* py_interpreter;
   int (*thread_state)();
 };
-std::shared_mutex g_interpreters_mu;
-std::vector<TorchInterpreter>& Interpreters() {  // guarded by g_interpreters_mu
+SharedMutex g_interpreters_mu;
+std::vector<TorchInterpreter>& Interpreters() REQUIRES_SHARED(g_interpreters_mu) {
   static auto* interpreters = new std::vector<TorchInterpreter>();
   return *interpreters;
 }
@@ -56,7 +58,7 @@ std::vector<TorchInterpreter>& Interpreters() {  // guarded by g_interpreters_mu
 }  // namespace
 
 void AddTorchInterpreter(const void* py_interpreter, int (*thread_state)()) {
-  std::unique_lock<std::shared_mutex> lock(g_interpreters_mu);
+  WriterLock lock(g_interpreters_mu);
   Interpreters().push_back({py_interpreter, thread_state});
 }
 
@@ -65,7 +67,7 @@ const void* SetCallingInterpreter(const void* py_interpreter) {
 }
 
 void RemoveTorchInterpreter(const void* py_interpreter) {
-  std::unique_lock<std::shared_mutex> lock(g_interpreters_mu);
+  WriterLock lock(g_interpreters_mu);
   auto& all = Interpreters();
   for (auto it = all.begin(); it != all.end(); ++it) {
     if (it->py_interpreter == py_interpreter) {
@@ -95,7 +97,7 @@ namespace {
 // runs an operator), else the only one it has a thread state in (a thread
 // that Python code started).
 const c10::impl::PyInterpreter* CallingInterpreter() {
-  std::shared_lock<std::shared_mutex> lock(g_interpreters_mu);
+  ReaderLock lock(g_interpreters_mu);
   const void* only = nullptr;
   int with_state = 0;
   for (const auto& i : Interpreters()) {
@@ -121,9 +123,9 @@ struct Definition {
   std::string definer;
   c10::RegistrationHandleRAII handle;
 };
-std::mutex g_routes_mu;
+Mutex g_routes_mu;
 // Keyed by "ns::name.overload|DispatchKey".
-std::map<std::string, Route>& Routes() {  // guarded by g_routes_mu
+std::map<std::string, Route>& Routes() REQUIRES(g_routes_mu) {
   static auto* routes = new std::map<std::string, Route>();
   return *routes;
 }
@@ -131,7 +133,7 @@ std::string RouteKey(const c10::OperatorName& op, c10::DispatchKey key) {
   return c10::toString(op) + "|" + c10::toString(key);
 }
 // Keyed by "ns::name.overload".
-std::map<std::string, Definition>& Definitions() {  // guarded by g_routes_mu
+std::map<std::string, Definition>& Definitions() REQUIRES(g_routes_mu) {
   static auto* definitions = new std::map<std::string, Definition>();
   return *definitions;
 }
@@ -179,7 +181,7 @@ class Router final : public c10::OperatorKernel {
                 ") has a kernel registered from Python, and this thread is in no interpreter of "
                 "manypy to run it in");
     {
-      std::lock_guard<std::mutex> lock(g_routes_mu);
+      MutexLock lock(g_routes_mu);
       auto it = Routes().find(RouteKey(op.operator_name(), key_));
       TORCH_CHECK(it != Routes().end() && it->second.registered_by.count(target) > 0,
                   "operator ", op.operator_name(), " has a kernel for ", key_,
@@ -207,7 +209,7 @@ bool IsPythonRegistration(const std::string& debug) {
 c10::RegistrationHandleRAII DefineFromPython(RegisterDefFn real, c10::Dispatcher* dispatcher,
                                              c10::FunctionSchema schema, std::string debug,
                                              std::vector<at::Tag> tags) {
-  std::lock_guard<std::mutex> lock(g_routes_mu);
+  MutexLock lock(g_routes_mu);
   const c10::OperatorName name = schema.operator_name();
   std::string definer = t_definer.empty() ? "code outside any model" : t_definer;
   auto& definitions = Definitions();
@@ -237,7 +239,7 @@ c10::RegistrationHandleRAII RouteFromPython(RegisterImplFn real, c10::Dispatcher
   TORCH_CHECK(by != nullptr, "a kernel for ", name, " (", key,
               ") is registered from Python on a thread that is in no interpreter of manypy");
   {
-    std::lock_guard<std::mutex> lock(g_routes_mu);
+    MutexLock lock(g_routes_mu);
     Route& route = Routes()[RouteKey(name, key)];
     route.registered_by.insert(by);
     g_registrations++;
@@ -257,7 +259,7 @@ c10::RegistrationHandleRAII RouteFromPython(RegisterImplFn real, c10::Dispatcher
 }  // namespace detail
 
 PythonKernelCounts PythonKernels() {
-  std::lock_guard<std::mutex> lock(g_routes_mu);
+  MutexLock lock(g_routes_mu);
   return {static_cast<int>(Routes().size()), g_registrations.load(), g_definitions.load(),
           g_same_definitions.load()};
 }
@@ -276,7 +278,7 @@ int PythonKernelRegisteredBy(const std::string& op, const std::string& dispatch_
   } catch (const c10::Error&) {
     return -1;
   }
-  std::lock_guard<std::mutex> lock(g_routes_mu);
+  MutexLock lock(g_routes_mu);
   auto it = Routes().find(RouteKey(name, key));
   if (it == Routes().end()) return -1;
   return it->second.registered_by.count(py_interpreter) > 0 ? 1 : 0;

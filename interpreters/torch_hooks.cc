@@ -14,6 +14,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include "common/mutex.h"
 #include "interpreters/python_kernel_hooks.h"
 #endif
 
@@ -83,8 +84,8 @@ RegistrationHandleRAII Dispatcher::registerDef(FunctionSchema schema, std::strin
     return manypy::detail::DefineFromPython(real, this, std::move(schema), std::move(debug),
                                             std::move(tags));
   }
-  static std::mutex g_def_mu;  // the look-up and the definition, as one step
-  std::lock_guard<std::mutex> lock(g_def_mu);
+  static manypy::Mutex g_def_mu;  // the look-up and the definition, as one step
+  manypy::MutexLock lock(g_def_mu);
   if (auto op = findSchema(schema.operator_name()); op && op->debug() == debug) {
     g_skipped_definitions++;
     return RegistrationHandleRAII([] {});  // the first definition stays

@@ -3,13 +3,14 @@
 #include <cstdio>
 #include <mutex>
 
+#include "common/mutex.h"
 #include "interpreters/python_error.h"
 #include "interpreters/shim/shim_api.h"
 
 namespace manypy {
 namespace {
-std::mutex g_running_mu;
-std::string g_running;  // guarded by g_running_mu
+Mutex g_running_mu;
+std::string g_running GUARDED_BY(g_running_mu);
 }  // namespace
 
 TorchVersion TorchVersion::Parse(const std::string& text) {
@@ -55,7 +56,7 @@ Status CheckImportedTorch(shim::InterpreterShim& shim) {
   }
   Status status = CheckTorchVersion(version, BuiltTorchVersion());
   if (status.ok()) {
-    std::lock_guard<std::mutex> lock(g_running_mu);
+    MutexLock lock(g_running_mu);
     if (g_running.empty()) g_running = version;
   }
   return status;
@@ -64,7 +65,7 @@ Status CheckImportedTorch(shim::InterpreterShim& shim) {
 const char* BuiltTorchVersion() { return MANYPY_TORCH_VERSION; }
 
 std::string RunningTorchVersion() {
-  std::lock_guard<std::mutex> lock(g_running_mu);
+  MutexLock lock(g_running_mu);
   return g_running.empty() ? BuiltTorchVersion() : g_running;
 }
 

@@ -225,7 +225,7 @@ StatusOr<std::string> PackageArchive::ReadEntry(const std::string& relative_name
 }
 
 StatusOr<std::string> PackageArchive::ReadIndex(uint64_t index, const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   zip_stat_t st;
   if (zip_stat_index(zip_, index, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
     return Error("entry '" + name + "': cannot stat");

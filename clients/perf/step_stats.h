@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
+
 namespace manypy::perf {
 
 /// One finished request: its latency and "OK" or the status code name; for
@@ -32,26 +34,26 @@ struct RecordedWindow {
 class Recorder {
  public:
   void Add(RequestRecord r) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     window_.records.push_back(r);
   }
   /// Add for a failed request, keeping its message if it is its code's first.
   void AddFailure(RequestRecord r, const std::string& message) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     window_.records.push_back(r);
     window_.first_messages.emplace(r.code, message);
   }
   /// Everything since the last Take.
   RecordedWindow Take() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     RecordedWindow out;
     std::swap(out, window_);
     return out;
   }
 
  private:
-  std::mutex mutex_;
-  RecordedWindow window_;  // guarded by mutex_
+  Mutex mutex_;
+  RecordedWindow window_ GUARDED_BY(mutex_);
 };
 
 /// The numbers reported for one step (or one window of it).

@@ -57,10 +57,10 @@ std::string Join(const std::vector<std::string>& names) {
 struct PythonServices::NestedCall {
   std::shared_ptr<Model> model;
   const InferenceRequest* request = nullptr;  // compared only, while unanswered
-  std::mutex mu;
-  bool answered = false;        // guarded by mu
-  Status status;                // guarded by mu
-  std::vector<Value> outputs;   // guarded by mu: manifest order
+  Mutex mu;
+  bool answered GUARDED_BY(mu) = false;
+  Status status GUARDED_BY(mu);
+  std::vector<Value> outputs GUARDED_BY(mu);  // manifest order
 };
 
 PythonServices::PythonServices(ModelManager* models, Dispatcher* dispatcher)
@@ -69,7 +69,7 @@ PythonServices::PythonServices(ModelManager* models, Dispatcher* dispatcher)
   RegisterHostService(kSubmit, [this](size_t i, const Value& r) -> StatusOr<Value> {
     auto call = Start(i, r, /*wake_worker=*/true);
     if (!call.ok()) return call.status();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     int64_t handle = next_handle_++;
     pending_[handle] = std::move(*call);
     return Value(handle);
@@ -97,7 +97,7 @@ Status PythonServices::Install(InterpreterPool* pool) {
 }
 
 size_t PythonServices::pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return pending_.size();
 }
 
@@ -178,14 +178,14 @@ StatusOr<std::shared_ptr<PythonServices::NestedCall>> PythonServices::Start(size
     };
   }
   request->encode = [call](std::vector<Value>& outputs) {
-    std::lock_guard<std::mutex> lock(call->mu);
+    MutexLock lock(call->mu);
     call->outputs = std::move(outputs);  // the tensors themselves: no copy
     return Status::Ok();
   };
   Dispatcher* dispatcher = dispatcher_;
   request->reply = [call, dispatcher](const Status& status) {
     {
-      std::lock_guard<std::mutex> lock(call->mu);
+      MutexLock lock(call->mu);
       call->status = status;
       call->answered = true;
     }
@@ -222,7 +222,7 @@ StatusOr<Value> PythonServices::Wait(size_t interpreter, const Value& r) {
   if (h == nullptr || h->kind() != Value::Kind::kInt) return InvalidArgument("infer.wait needs a handle");
   std::shared_ptr<NestedCall> call;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = pending_.find(h->to_int());
     if (it == pending_.end()) return NotFound("no pending manypy.submit call " + h->DebugString());
     call = it->second;
@@ -233,7 +233,7 @@ StatusOr<Value> PythonServices::Wait(size_t interpreter, const Value& r) {
 
 StatusOr<Value> PythonServices::Finish(size_t interpreter, const std::shared_ptr<NestedCall>& call) {
   auto answered = [call] {
-    std::lock_guard<std::mutex> lock(call->mu);
+    MutexLock lock(call->mu);
     return call->answered;
   };
   if (!answered()) {
@@ -241,7 +241,7 @@ StatusOr<Value> PythonServices::Finish(size_t interpreter, const std::shared_ptr
     if (!caller.ok()) return caller.status();
     dispatcher_->WaitNested(interpreter, call->model->queue(), call->request, answered);
   }
-  std::lock_guard<std::mutex> lock(call->mu);
+  MutexLock lock(call->mu);
   if (!call->status.ok()) return call->status;
   const Manifest& m = call->model->manifest();
   Value::DictItems outputs;

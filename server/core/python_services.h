@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "common/mutex.h"
 #include "interpreters/pool.h"
 #include "server/lifecycle/model_manager.h"
 
@@ -57,9 +58,9 @@ class PythonServices {
 
   ModelManager* const models_;
   Dispatcher* const dispatcher_;
-  mutable std::mutex mu_;
-  int64_t next_handle_ = 1;                                   // guarded by mu_
-  std::map<int64_t, std::shared_ptr<NestedCall>> pending_;  // guarded by mu_
+  mutable Mutex mu_;
+  int64_t next_handle_ GUARDED_BY(mu_) = 1;
+  std::map<int64_t, std::shared_ptr<NestedCall>> pending_ GUARDED_BY(mu_);
 };
 
 }  // namespace manypy

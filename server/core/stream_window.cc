@@ -20,7 +20,7 @@ Status StreamWindow::Acquire(const std::string& model, std::chrono::microseconds
   const Clock::time_point start = Clock::now();
   const Clock::time_point stalled =
       stall_limit.count() > 0 ? start + stall_limit : Clock::time_point::max();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (closed_ || (client_left && client_left())) {
       return Cancelled("the client left the stream of model '" + model + "'");
@@ -40,13 +40,13 @@ Status StreamWindow::Acquire(const std::string& model, std::chrono::microseconds
                               FormatSeconds(stall_limit) +
                               " s (the model's execution limit); the stream was ended");
     }
-    room_.wait_until(lock, std::min({now + kClientCheck, deadline, stalled}));
+    room_.wait_until(lock.native(), std::min({now + kClientCheck, deadline, stalled}));
   }
 }
 
 void StreamWindow::Release() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (unwritten_ > 0) --unwritten_;
   }
   room_.notify_all();
@@ -54,14 +54,14 @@ void StreamWindow::Release() {
 
 void StreamWindow::Close() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
   }
   room_.notify_all();
 }
 
 size_t StreamWindow::unwritten() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return unwritten_;
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/inference/inference_request.h"
 
@@ -38,10 +39,10 @@ class StreamWindow {
 
  private:
   const size_t capacity_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable room_;
-  size_t unwritten_ = 0;  // guarded by mu_
-  bool closed_ = false;   // guarded by mu_
+  size_t unwritten_ GUARDED_BY(mu_) = 0;
+  bool closed_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace manypy

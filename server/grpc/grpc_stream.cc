@@ -27,14 +27,14 @@ StreamInferReactor::StreamInferReactor(grpc::CallbackServerContext* ctx, Inferen
 
 void StreamInferReactor::OnReadDone(bool ok) {
   if (!ok) {  // the client closed its side (or the call broke)
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     reads_done_ = true;
     MaybeFinishLocked();
     return;
   }
   auto stream = std::make_shared<WireStream>();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++running_;
     windows_.insert(stream->window);
   }
@@ -64,7 +64,7 @@ void StreamInferReactor::Reply(const Status& status, const inference::ModelInfer
                                inference::ModelStreamInferResponse* response,
                                const std::shared_ptr<WireStream>& stream) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     windows_.erase(stream->window);
   }
   Outgoing out;
@@ -90,7 +90,7 @@ void StreamInferReactor::Reply(const Status& status, const inference::ModelInfer
 }
 
 void StreamInferReactor::Enqueue(Outgoing out, bool final) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (final) --running_;
   bool empty = !out.response.has_infer_response() && out.response.error_message().empty();
   if (broken_ || empty) {  // nobody can receive it, or there is nothing to send
@@ -106,7 +106,7 @@ void StreamInferReactor::Enqueue(Outgoing out, bool final) {
 }
 
 void StreamInferReactor::OnWriteDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (outbox_.front().window) outbox_.front().window->Release();
   outbox_.pop_front();
   writing_ = false;
@@ -127,7 +127,7 @@ void StreamInferReactor::OnWriteDone(bool ok) {
 }
 
 void StreamInferReactor::OnCancel() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& w : windows_) w->Close();
 }
 

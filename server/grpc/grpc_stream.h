@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 
+#include "common/mutex.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/core/inference_server.h"
 
@@ -48,7 +49,7 @@ class StreamInferReactor final
   };
   /// Queues one response; `final` ends its request (which may end the call).
   void Enqueue(Outgoing out, bool final);
-  void MaybeFinishLocked();  // REQUIRES: mu_
+  void MaybeFinishLocked() REQUIRES(mu_);
   /// The final answer to one request: its error, its one response (ordinary
   /// model), or (streaming model) the empty final response if asked for.
   void Reply(const Status& status, const inference::ModelInferRequest& wire,
@@ -58,14 +59,14 @@ class StreamInferReactor final
   InferenceServer* const server_;
   inference::ModelInferRequest incoming_;  // owned by the read in flight
 
-  std::mutex mu_;
-  std::deque<Outgoing> outbox_;  // guarded by mu_; front() is being written
-  std::set<std::shared_ptr<StreamWindow>> windows_;  // guarded by mu_: of requests not yet answered
-  bool writing_ = false;       // guarded by mu_
-  bool reads_done_ = false;    // guarded by mu_
-  bool broken_ = false;        // guarded by mu_: a write failed or the call was cancelled
-  int running_ = 0;            // guarded by mu_: requests not yet answered
-  bool finished_ = false;      // guarded by mu_
+  Mutex mu_;
+  std::deque<Outgoing> outbox_ GUARDED_BY(mu_);                      // front() is being written
+  std::set<std::shared_ptr<StreamWindow>> windows_ GUARDED_BY(mu_);  // of requests not yet answered
+  bool writing_ GUARDED_BY(mu_) = false;
+  bool reads_done_ GUARDED_BY(mu_) = false;
+  bool broken_ GUARDED_BY(mu_) = false;  // a write failed or the call was cancelled
+  int running_ GUARDED_BY(mu_) = 0;      // requests not yet answered
+  bool finished_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace manypy

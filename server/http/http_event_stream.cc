@@ -8,7 +8,7 @@ void HttpEventStream::Push(Event event) {
   std::function<void()> wake;
   bool dropped = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     dropped = abandoned_;
     if (!dropped) {
       events_.push_back(std::move(event));
@@ -22,7 +22,7 @@ void HttpEventStream::Push(Event event) {
 void HttpEventStream::End() {
   std::function<void()> wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ended_ = true;
     wake = std::exchange(wake_, nullptr);
   }
@@ -30,7 +30,7 @@ void HttpEventStream::End() {
 }
 
 bool HttpEventStream::Next(Event* event, bool* ended, std::function<void()> wake) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!events_.empty()) {
     *event = std::move(events_.front());
     events_.pop_front();
@@ -45,7 +45,7 @@ bool HttpEventStream::Next(Event* event, bool* ended, std::function<void()> wake
 void HttpEventStream::Abandon() {
   std::deque<Event> dropped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     abandoned_ = true;
     dropped.swap(events_);
     wake_ = nullptr;

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <string>
 
+#include "common/mutex.h"
+
 namespace manypy {
 
 class HttpEventStream {
@@ -34,11 +36,11 @@ class HttpEventStream {
   void Abandon();
 
  private:
-  std::mutex mu_;
-  std::deque<Event> events_;    // guarded by mu_
-  std::function<void()> wake_;  // guarded by mu_
-  bool ended_ = false;          // guarded by mu_
-  bool abandoned_ = false;      // guarded by mu_
+  Mutex mu_;
+  std::deque<Event> events_ GUARDED_BY(mu_);
+  std::function<void()> wake_ GUARDED_BY(mu_);
+  bool ended_ GUARDED_BY(mu_) = false;
+  bool abandoned_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace manypy

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <optional>
 
+#include "common/mutex.h"
 #include "server/http/generate_codec.h"
 #include "server/http/infer_codec.h"
 
@@ -75,13 +76,13 @@ void Generate(InferenceServer& server, HttpRequest r, const std::string& model,
   // /generate: one response. A streaming model must yield exactly one; a
   // second ends its stream with a reason that names /generate_stream.
   struct One {
-    std::mutex mu;
-    std::optional<inference::ModelInferResponse> response;  // guarded by mu
+    Mutex mu;
+    std::optional<inference::ModelInferResponse> response GUARDED_BY(mu);
   };
   auto one = std::make_shared<One>();
   options.stream->send = [one, release, model](inference::ModelInferResponse partial) {
     release();
-    std::lock_guard<std::mutex> lock(one->mu);
+    MutexLock lock(one->mu);
     if (one->response) {
       return InvalidArgument("model '" + model +
                              "' yielded more than one response: /generate answers with one; "
@@ -96,7 +97,7 @@ void Generate(InferenceServer& server, HttpRequest r, const std::string& model,
                  if (!status.ok()) return respond(Error(status));
                  const inference::ModelInferResponse* answer = response.get();
                  if (s->streams) {
-                   std::lock_guard<std::mutex> lock(one->mu);
+                   MutexLock lock(one->mu);
                    if (!one->response) {
                      return respond(
                          Error(Internal("model '" + wire->model_name() + "' yielded no response")));

@@ -27,7 +27,7 @@ Dispatcher::Dispatcher(Options options) : options_(options), slots_(options.slot
 Dispatcher::~Dispatcher() {
   std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> left;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = draining_ = true;
     for (auto& model : models_) {
       for (auto& r : model->scheduler_->TakeAll()) left.emplace_back(model, std::move(r));
@@ -38,7 +38,7 @@ Dispatcher::~Dispatcher() {
   }
   work_cv_.notify_all();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     slots_.WakeAll();
   }
   watchdog_cv_.notify_all();
@@ -47,19 +47,19 @@ Dispatcher::~Dispatcher() {
 }
 
 void Dispatcher::Add(std::shared_ptr<DispatchedModel> model) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   models_.push_back(std::move(model));
 }
 
 void Dispatcher::Retire(const std::shared_ptr<DispatchedModel>& model, std::function<void()> on_drained) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   model->retired_ = true;
   model->on_drained_ = std::move(on_drained);
   LeaveIfDrained(model);
 }
 
 bool Dispatcher::TEST_Drained(const DispatchedModel& model) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return model.left_;
 }
 
@@ -82,7 +82,7 @@ RequestPtr Dispatcher::Submit(const std::shared_ptr<DispatchedModel>& model, Req
                               bool wake_worker) {
   Status status;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (draining_) {
       status = Unavailable("the server is shutting down");
     } else if (model->left_) {  // a handle taken before the swap, used after the drain
@@ -129,7 +129,7 @@ ExecutionPtr Dispatcher::FindWork(
 }
 
 void Dispatcher::Work(size_t slot) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (slots_.held(slot)) {
       if (stopping_) return;
@@ -139,7 +139,7 @@ void Dispatcher::Work(size_t slot) {
       continue;
     }
     if (slots_.has_drops(slot) && !stopping_) {  // at shutdown they go with the models
-      DropStates(slot, slots_.TakeDrops(slot), lock);
+      DropStates(slot, slots_.TakeDrops(slot));
       continue;
     }
     Clock::time_point now = Clock::now();
@@ -147,9 +147,9 @@ void Dispatcher::Work(size_t slot) {
     std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> expired;
     ExecutionPtr execution = FindWork(slot, now, &wake, &expired);
     if (!expired.empty()) {
-      lock.unlock();
+      lock.Unlock();
       for (auto& [model, r] : expired) Expire(*model, std::move(r));
-      lock.lock();
+      lock.Lock();
       for (auto& [model, r] : expired) LeaveIfDrained(model);
       if (execution == nullptr) continue;
     }
@@ -157,29 +157,28 @@ void Dispatcher::Work(size_t slot) {
       if (stopping_) return;
       if (draining_ && IdleLocked()) idle_cv_.notify_all();
       if (wake == Clock::time_point::max()) {
-        work_cv_.wait(lock);
+        work_cv_.wait(lock.native());
       } else {
-        work_cv_.wait_until(lock, wake);
+        work_cv_.wait_until(lock.native(), wake);
       }
       continue;
     }
-    Execute(slot, execution, lock);
+    Execute(slot, execution);
   }
 }
 
-void Dispatcher::DropStates(size_t slot, std::vector<SlotTable::StateDrop> drops,
-                            std::unique_lock<std::mutex>& lock) {
+void Dispatcher::DropStates(size_t slot, std::vector<SlotTable::StateDrop> drops) {
   bool was_executing = slots_.BeginExecuting(slot);  // RunOnSlot waits for it, as for a call
-  lock.unlock();
+  mu_.Unlock();
   for (const auto& d : drops) d.model->executable().DropSequenceStates(slot, {d.key});
   drops.clear();  // the models' last references may go here, outside mu_
-  lock.lock();
+  mu_.Lock();
   slots_.EndExecuting(slot, was_executing);
 }
 
 void Dispatcher::RunOnSlot(size_t slot, const std::function<void()>& work) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     slots_.Hold(slot, lock);
   }
   struct GiveBack {
@@ -187,7 +186,7 @@ void Dispatcher::RunOnSlot(size_t slot, const std::function<void()>& work) {
     size_t slot;
     ~GiveBack() {
       {
-        std::lock_guard<std::mutex> lock(d->mu_);
+        MutexLock lock(d->mu_);
         d->slots_.GiveBack(slot);
       }
       d->work_cv_.notify_all();  // requests may have queued while the slot was held
@@ -197,7 +196,7 @@ void Dispatcher::RunOnSlot(size_t slot, const std::function<void()>& work) {
 }
 
 bool Dispatcher::TEST_SlotHeld(size_t slot) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return slots_.held(slot);
 }
 
@@ -209,7 +208,7 @@ void Dispatcher::Expire(const DispatchedModel& model, RequestPtr request) {
 void Dispatcher::Watch() {
   WatchdogTimes times;
   times.reinterrupt_interval = options_.reinterrupt_interval;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     Clock::time_point now = Clock::now();
     WatchdogLook look = LookForOverdue(running_, now, times);
@@ -230,26 +229,27 @@ void Dispatcher::Watch() {
     }
     if (!idle.empty()) work_cv_.notify_all();  // the slots' workers drop the states
     if (!overdue.empty() || !expired.empty() || !idle.empty()) {
-      lock.unlock();
+      lock.Unlock();
       for (auto& [model, c] : idle) LogSequenceTimedOut(*model, c);
       idle.clear();
       for (auto& e : overdue) e->hook.Fire();  // asynchronous: takes no GIL here
       for (auto& [model, r] : expired) Expire(*model, std::move(r));
-      lock.lock();
+      lock.Lock();
       for (auto& [model, r] : expired) LeaveIfDrained(model);
       continue;
     }
     watchdog_wake_ = wake;
-    watchdog_cv_.wait_until(lock, wake);
+    watchdog_cv_.wait_until(lock.native(), wake);
     watchdog_wake_ = Clock::time_point::min();  // awake: Submit need not notify
   }
 }
 
 bool Dispatcher::Drain(Clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   draining_ = true;
   work_cv_.notify_all();
-  return idle_cv_.wait_until(lock, deadline, [this] { return IdleLocked(); });
+  return idle_cv_.wait_until(lock.native(), deadline,
+                             [this]() REQUIRES(mu_) { return IdleLocked(); });
 }
 
 bool Dispatcher::IdleLocked() const {
@@ -262,7 +262,7 @@ size_t Dispatcher::Abandon() {
   std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> queued;
   std::vector<ExecutionPtr> stuck;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     draining_ = true;
     for (auto& model : models_) {
       for (auto& r : model->scheduler_->TakeAll()) queued.emplace_back(model, std::move(r));
@@ -285,12 +285,12 @@ size_t Dispatcher::Abandon() {
 }
 
 size_t Dispatcher::queued(const DispatchedModel& model) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return model.scheduler_->queued();
 }
 
 std::vector<Dispatcher::ModelLoad> Dispatcher::Loads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ModelLoad> out;
   for (const auto& model : models_) {
     out.push_back({model->manifest().name, model->manifest().version,

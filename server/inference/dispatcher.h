@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "server/inference/execution.h"
 #include "server/inference/finish.h"
 #include "server/inference/slot_table.h"
@@ -34,16 +35,17 @@ class Dispatcher {
   ~Dispatcher();
 
   /// Starts dispatching `model`'s requests.
-  void Add(std::shared_ptr<DispatchedModel> model);
+  void Add(std::shared_ptr<DispatchedModel> model) EXCLUDES(mu_);
   /// `model` is being replaced or unloaded: it still takes requests from
   /// handles taken before (a reload fails no request) and leaves once
   /// nothing is queued or running; after that Submit hands them back.
   /// `on_drained` is called once as it leaves (at once if it is idle), under
   /// the dispatcher's lock, from whichever thread saw it drain: it must only
   /// hand the work on (the model manager posts the unload to its thread).
-  void Retire(const std::shared_ptr<DispatchedModel>& model, std::function<void()> on_drained = {});
+  void Retire(const std::shared_ptr<DispatchedModel>& model, std::function<void()> on_drained = {})
+      EXCLUDES(mu_);
   /// For tests: whether `model` has left.
-  bool TEST_Drained(const DispatchedModel& model) const;
+  bool TEST_Drained(const DispatchedModel& model) const EXCLUDES(mu_);
 
   /// Hands a prepared request to its model's scheduler and returns null. When
   /// it cannot be queued (queue full: RESOURCE_EXHAUSTED; shutting down:
@@ -54,7 +56,7 @@ class Dispatcher {
   /// `wake_worker` false: no idle worker is woken for it (its submitter is
   /// about to run it itself: WaitNested), so no thread hand-off is paid.
   [[nodiscard]] RequestPtr Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request,
-                                  bool wake_worker = true);
+                                  bool wake_worker = true) EXCLUDES(mu_);
 
   /// Waits, for a model's own request to another model (manypy.infer) made
   /// while it runs on worker slot `slot`, until `answered()`; `request` was
@@ -66,17 +68,18 @@ class Dispatcher {
   /// each caller runs its own callee (cycles are refused before they reach
   /// here: python_services.cc). `request` is only compared, never used.
   void WaitNested(size_t slot, const std::shared_ptr<DispatchedModel>& model,
-                  const InferenceRequest* request, const std::function<bool()>& answered);
+                  const InferenceRequest* request, const std::function<bool()>& answered)
+      EXCLUDES(mu_);
   /// A nested request was answered: wakes WaitNested.
-  void NestedAnswered();
+  void NestedAnswered() EXCLUDES(mu_);
 
   /// Shutdown: refuses new requests, then waits until nothing is queued or
   /// running, at most until `deadline`. Returns whether everything drained.
-  bool Drain(Clock::time_point deadline);
+  bool Drain(Clock::time_point deadline) EXCLUDES(mu_);
   /// Answers every queued and running request UNAVAILABLE (the server gives
   /// up on them); a running call that returns later is not answered again.
   /// Returns how many calls were still running.
-  size_t Abandon();
+  size_t Abandon() EXCLUDES(mu_);
 
   /// Runs `work` on the caller's thread while slot `slot` starts no request:
   /// takes the slot out of dispatch at once, waits for the execution running
@@ -85,11 +88,11 @@ class Dispatcher {
   /// interpreter at a time never stops the server answering. One holder per
   /// slot at a time; a second caller waits for the first. Never call it from
   /// a model's own call (it would wait for itself).
-  void RunOnSlot(size_t slot, const std::function<void()>& work);
+  void RunOnSlot(size_t slot, const std::function<void()>& work) EXCLUDES(mu_);
   /// For tests: whether a RunOnSlot holds `slot` (or waits there for its running call).
-  bool TEST_SlotHeld(size_t slot) const;
+  bool TEST_SlotHeld(size_t slot) const EXCLUDES(mu_);
 
-  size_t queued(const DispatchedModel& model) const;
+  size_t queued(const DispatchedModel& model) const EXCLUDES(mu_);
 
   /// One dispatched model version's load right now (for metrics at scrape time).
   struct ModelLoad {
@@ -98,49 +101,47 @@ class Dispatcher {
     size_t queued = 0;
     size_t running = 0;
   };
-  std::vector<ModelLoad> Loads() const;
+  std::vector<ModelLoad> Loads() const EXCLUDES(mu_);
   size_t slots() const { return options_.slots; }
 
  private:
-
-  void Work(size_t slot);
-  void Watch();
-  void Run(size_t slot, Execution& execution);
+  void Work(size_t slot) EXCLUDES(mu_);
+  void Watch() EXCLUDES(mu_);
+  void Run(size_t slot, Execution& execution) EXCLUDES(mu_);
   /// Run for a streaming model: its one request's responses go to the
   /// request's `stream` as the model yields them. The execution limit bounds
   /// the model's time to each response, not the client's time to read it.
-  void RunStream(size_t slot, Execution& execution);
+  void RunStream(size_t slot, Execution& execution) EXCLUDES(mu_);
   /// Starts `execution` of its model (counted as running, watched), runs it
-  /// on `slot` on this thread, and ends it. REQUIRES: `lock` holds mu_ (released while it runs).
-  void Execute(size_t slot, const std::shared_ptr<Execution>& execution,
-               std::unique_lock<std::mutex>& lock);
-  /// The next execution the free worker of `slot` may start, or null; REQUIRES: mu_.
+  /// on `slot` on this thread, and ends it (mu_ released while it runs).
+  void Execute(size_t slot, const std::shared_ptr<Execution>& execution) REQUIRES(mu_);
+  /// The next execution the free worker of `slot` may start, or null.
   /// Expired requests found on the way go to `expired`.
-  ExecutionPtr FindWork(size_t slot, Clock::time_point now, Clock::time_point* wake,
-                        std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired);
-  void LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model);  // REQUIRES: mu_
-  /// Nothing queued or running in any model. REQUIRES: mu_.
-  bool IdleLocked() const;
+  ExecutionPtr FindWork(
+      size_t slot, Clock::time_point now, Clock::time_point* wake,
+      std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired) REQUIRES(mu_);
+  void LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model) REQUIRES(mu_);
+  /// Nothing queued or running in any model.
+  bool IdleLocked() const REQUIRES(mu_);
   /// Answers a request that left its queue unrun (ExpiredStatus).
   static void Expire(const DispatchedModel& model, RequestPtr request);
 
   const Options options_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable work_cv_;      // work may be available
   std::condition_variable watchdog_cv_;  // a deadline may have moved earlier
   std::condition_variable idle_cv_;      // a model drained / everything idle
   std::condition_variable nested_cv_;    // a nested request was answered, or an execution ended
-  size_t nested_waiting_ = 0;            // guarded by mu_: SubmitNested calls waiting
-  std::vector<std::shared_ptr<DispatchedModel>> models_;  // guarded by mu_; dispatch order
-  size_t cursor_ = 0;                                // guarded by mu_: next model to serve
-  std::set<ExecutionPtr> running_;                   // guarded by mu_
-  SlotTable slots_;                                  // guarded by mu_
-  /// Drops `drops` on `slot`, which this worker holds.
-  /// REQUIRES: `lock` holds mu_ (released meanwhile).
-  void DropStates(size_t slot, std::vector<SlotTable::StateDrop> drops, std::unique_lock<std::mutex>& lock);
-  Clock::time_point watchdog_wake_;                  // guarded by mu_
-  bool draining_ = false;                            // guarded by mu_
-  bool stopping_ = false;                            // guarded by mu_
+  size_t nested_waiting_ GUARDED_BY(mu_) = 0;  // SubmitNested calls waiting
+  std::vector<std::shared_ptr<DispatchedModel>> models_ GUARDED_BY(mu_);  // dispatch order
+  size_t cursor_ GUARDED_BY(mu_) = 0;                                     // next model to serve
+  std::set<ExecutionPtr> running_ GUARDED_BY(mu_);
+  SlotTable slots_ GUARDED_BY(mu_);
+  /// Drops `drops` on `slot`, which this worker holds (mu_ released meanwhile).
+  void DropStates(size_t slot, std::vector<SlotTable::StateDrop> drops) REQUIRES(mu_);
+  Clock::time_point watchdog_wake_ GUARDED_BY(mu_);
+  bool draining_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
   std::thread watchdog_;
 };

@@ -11,7 +11,7 @@
 
 namespace manypy {
 
-void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution, std::unique_lock<std::mutex>& lock) {
+void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution) {
   DispatchedModel& model = *execution->model;
   Clock::time_point now = Clock::now();
   model.running_++;
@@ -26,7 +26,7 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution, std::unique
   running_.insert(execution);
   // A nested call runs on a slot its caller's execution holds already.
   bool was_executing = slots_.BeginExecuting(slot);
-  lock.unlock();
+  mu_.Unlock();
   {
     ExecutionContext context;
     context.model = &model;
@@ -36,14 +36,14 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution, std::unique
     ScopedExecution current(&context);
     Run(slot, *execution);
   }
-  lock.lock();
+  mu_.Lock();
   std::vector<std::string> ended = model.scheduler_->ExecutionEnded(slot, Clock::now());
   if (!ended.empty()) {
     // A sequence ended: its state goes now, from the interpreter that held
     // it, before this slot starts anything else.
-    lock.unlock();
+    mu_.Unlock();
     model.executable().DropSequenceStates(slot, ended);
-    lock.lock();
+    mu_.Lock();
   }
   slots_.EndExecuting(slot, was_executing);  // RunOnSlot may be waiting for this slot
   running_.erase(execution);
@@ -65,7 +65,7 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution, std::unique
 
 void Dispatcher::WaitNested(size_t slot, const std::shared_ptr<DispatchedModel>& model,
                             const InferenceRequest* request, const std::function<bool()>& answered) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++nested_waiting_;
   while (!answered()) {
     // Unanswered, so alive: if it is queued, it is this request.
@@ -74,18 +74,18 @@ void Dispatcher::WaitNested(size_t slot, const std::shared_ptr<DispatchedModel>&
       if (mine != nullptr) {
         std::vector<RequestPtr> one;
         one.push_back(std::move(mine));
-        Execute(slot, NewExecution(model, std::move(one)), lock);
+        Execute(slot, NewExecution(model, std::move(one)));
         continue;
       }
     }
     // Queued behind others, or running elsewhere: wait for an answer or a change.
-    nested_cv_.wait(lock);
+    nested_cv_.wait(lock.native());
   }
   --nested_waiting_;
 }
 
 void Dispatcher::NestedAnswered() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   nested_cv_.notify_all();
 }
 
@@ -113,7 +113,7 @@ void Dispatcher::Run(size_t slot, Execution& execution) {
   bool interrupted = execution.hook.fired();
   bool no_one_waits = false;  // only an interrupted execution needs the lock for it
   if (interrupted) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     no_one_waits = execution.no_one_waits;
   }
   auto ran = std::chrono::duration_cast<std::chrono::microseconds>(computed - execution.started);
@@ -122,7 +122,7 @@ void Dispatcher::Run(size_t slot, Execution& execution) {
     status = SplitOutputs(m, execution.requests, std::move(*outputs), &split);
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (execution.answered) return;  // by Abandon
     execution.answered = true;       // from here on, only this thread answers
   }
@@ -151,14 +151,14 @@ void Dispatcher::RunStream(size_t slot, Execution& execution) {
   const std::chrono::microseconds limit = model.limits().max_execution;
   ResponseSink sink = [&](std::vector<Value>& outputs) -> Status {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (execution.answered) return Unavailable("the server shut down during the stream");
       execution.interrupt_at = Clock::time_point::max();  // the reader's time is not the model's
     }
     Status sent = request->stream
                       ? request->stream(outputs, limit)
                       : Internal("model '" + m.name + "' streams, but its request has no stream");
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (limit.count() > 0) execution.interrupt_at = Clock::now() + limit;
     return sent;
   };
@@ -171,7 +171,7 @@ void Dispatcher::RunStream(size_t slot, Execution& execution) {
   RecordExecution(model, slot, request->batch_rows, execution.started, computed, error_type);
   bool no_one_waits = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (execution.answered) return;  // by Abandon
     execution.answered = true;
     no_one_waits = execution.no_one_waits;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "interpreters/value.h"
 
@@ -19,28 +20,28 @@ namespace manypy {
 class InterruptHook {
  public:
   void Arm(std::function<void()> interrupt) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     interrupt_ = std::move(interrupt);
   }
   void Disarm() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     interrupt_ = nullptr;
   }
   /// Interrupts the call if it is armed (again, if called again).
   void Fire() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     fired_ = true;
     if (interrupt_) interrupt_();
   }
   bool fired() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return fired_;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::function<void()> interrupt_;  // guarded by mu_
-  bool fired_ = false;               // guarded by mu_
+  mutable Mutex mu_;
+  std::function<void()> interrupt_ GUARDED_BY(mu_);
+  bool fired_ GUARDED_BY(mu_) = false;
 };
 
 /// What a loaded model version holds, measured at load (model_memory.md in

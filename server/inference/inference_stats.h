@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "common/mutex.h"
+
 namespace manypy {
 
 struct InferenceStats {
@@ -36,15 +38,15 @@ struct InferenceStats {
 class InferenceStatsRegistry {
  public:
   std::shared_ptr<InferenceStats> For(const std::string& name, int64_t version) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto& entry = stats_[{name, version}];
     if (entry == nullptr) entry = std::make_shared<InferenceStats>();
     return entry;
   }
 
  private:
-  std::mutex mu_;
-  std::map<std::pair<std::string, int64_t>, std::shared_ptr<InferenceStats>> stats_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::pair<std::string, int64_t>, std::shared_ptr<InferenceStats>> stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace manypy

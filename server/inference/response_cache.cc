@@ -67,7 +67,7 @@ size_t ResponseCache::KeyHash::operator()(const CacheKey& k) const {
 }
 
 uint64_t ResponseCache::NewOwner() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return next_owner_++;
 }
 
@@ -78,7 +78,7 @@ int64_t ResponseCache::EntryBytes(const std::vector<Value>& outputs) {
 }
 
 std::optional<std::vector<Value>> ResponseCache::Find(const CacheKey& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = index_.find(key);
   if (it == index_.end()) {
     ++totals_.misses;
@@ -93,14 +93,14 @@ bool ResponseCache::Insert(const CacheKey& key, const std::vector<Value>& output
   const int64_t bytes = EntryBytes(outputs);
   if (bytes > capacity_) return false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (dropped_.count(key.owner) != 0 || index_.count(key) != 0) return false;
   }
   // The copy outside the lock: it may be megabytes.
   Entry entry{key, {}, bytes};
   entry.outputs.reserve(outputs.size());
   for (const Value& v : outputs) entry.outputs.push_back(PrivateCopy(v));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Checked again: the version may have been dropped, or an identical
   // request stored its answer, while this one copied.
   if (dropped_.count(key.owner) != 0 || index_.count(key) != 0) return false;
@@ -118,7 +118,7 @@ void ResponseCache::DropOwner(uint64_t owner) {
   // The tensors are freed after the lock is released.
   Lru dropped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     dropped_.insert(owner);
     for (auto it = lru_.begin(); it != lru_.end();) {
       auto next = std::next(it);
@@ -139,7 +139,7 @@ void ResponseCache::EraseLocked(Lru::iterator it) {
 }
 
 ResponseCache::Totals ResponseCache::totals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Totals t = totals_;
   t.capacity_bytes = capacity_;
   t.entries = index_.size();

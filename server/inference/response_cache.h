@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/mutex.h"
 #include "interpreters/value.h"
 
 namespace manypy {
@@ -74,16 +75,16 @@ class ResponseCache {
   };
   using Lru = std::list<Entry>;  // most recently used first
 
-  void EraseLocked(Lru::iterator it);  // REQUIRES: mu_
+  void EraseLocked(Lru::iterator it) REQUIRES(mu_);
 
   const int64_t capacity_;
-  mutable std::mutex mu_;
-  Lru lru_;                                                          // guarded by mu_
-  std::unordered_map<CacheKey, Lru::iterator, KeyHash> index_;       // guarded by mu_
-  uint64_t next_owner_ = 1;                                          // guarded by mu_
+  mutable Mutex mu_;
+  Lru lru_ GUARDED_BY(mu_);
+  std::unordered_map<CacheKey, Lru::iterator, KeyHash> index_ GUARDED_BY(mu_);
+  uint64_t next_owner_ GUARDED_BY(mu_) = 1;
   // Owners dropped (one per replaced or unloaded version: few).
-  std::unordered_set<uint64_t> dropped_;                             // guarded by mu_
-  Totals totals_;                                                    // guarded by mu_
+  std::unordered_set<uint64_t> dropped_ GUARDED_BY(mu_);
+  Totals totals_ GUARDED_BY(mu_);
 };
 
 }  // namespace manypy

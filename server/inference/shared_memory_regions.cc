@@ -76,7 +76,7 @@ Status SharedMemoryRegions::Register(const std::string& name, const std::string&
                                      uint64_t offset, uint64_t byte_size) {
   if (name.empty()) return InvalidArgument("a shared memory region needs a name");
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (regions_.count(name) != 0) {
       return AlreadyExists("shared memory region '" + name +
                            "' is already registered: unregister it first");
@@ -85,7 +85,7 @@ Status SharedMemoryRegions::Register(const std::string& name, const std::string&
   // Mapped outside the lock: opening and mapping is a system call or three.
   auto region = SharedMemoryRegion::Map(name, key, offset, byte_size);
   if (!region.ok()) return region.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!regions_.emplace(name, std::move(*region)).second) {
     return AlreadyExists("shared memory region '" + name +
                          "' is already registered: unregister it first");
@@ -94,7 +94,7 @@ Status SharedMemoryRegions::Register(const std::string& name, const std::string&
 }
 
 void SharedMemoryRegions::Unregister(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (name.empty()) {
     regions_.clear();
   } else {
@@ -104,7 +104,7 @@ void SharedMemoryRegions::Unregister(const std::string& name) {
 
 StatusOr<std::vector<SharedMemoryRegions::Info>> SharedMemoryRegions::List(
     const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Info> out;
   for (const auto& [n, r] : regions_) {
     if (name.empty() || n == name) out.push_back({n, r->key(), r->offset(), r->byte_size()});
@@ -116,7 +116,7 @@ StatusOr<std::vector<SharedMemoryRegions::Info>> SharedMemoryRegions::List(
 }
 
 std::shared_ptr<const SharedMemoryRegion> SharedMemoryRegions::Find(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = regions_.find(name);
   return it == regions_.end() ? nullptr : it->second;
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace manypy {
@@ -81,8 +82,8 @@ class SharedMemoryRegions {
   std::shared_ptr<const SharedMemoryRegion> Find(const std::string& name) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_ GUARDED_BY(mu_);
 };
 
 }  // namespace manypy

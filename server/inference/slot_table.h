@@ -1,6 +1,6 @@
 // SlotTable: per interpreter slot, whether its worker executes a call there,
 // whether a RunOnSlot caller holds it, and the sequence states to drop there.
-// Guarded by the Dispatcher's mutex: every method REQUIRES it held (`lock`).
+// The Dispatcher's slots_, GUARDED_BY its mutex: every call holds it (compiler-checked).
 #pragma once
 
 #include <condition_variable>
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "server/inference/dispatched_model.h"
 
 namespace manypy {
@@ -47,10 +48,10 @@ class SlotTable {
   /// marks it held (so its worker starts nothing new: a busy slot must not
   /// keep a load waiting for as long as requests come), then waits for the
   /// call running there to end.
-  void Hold(size_t slot, std::unique_lock<std::mutex>& lock) {
-    changed_.wait(lock, [&] { return !held_[slot]; });
+  void Hold(size_t slot, MutexLock& lock) {
+    changed_.wait(lock.native(), [&] { return !held_[slot]; });
     held_[slot] = true;
-    changed_.wait(lock, [&] { return !executing_[slot]; });
+    changed_.wait(lock.native(), [&] { return !executing_[slot]; });
   }
   /// Gives `slot` back to dispatch (the caller then wakes its workers).
   void GiveBack(size_t slot) {
@@ -58,7 +59,7 @@ class SlotTable {
     changed_.notify_all();
   }
   /// A worker whose slot is held waits here for a change.
-  void WaitForChange(std::unique_lock<std::mutex>& lock) { changed_.wait(lock); }
+  void WaitForChange(MutexLock& lock) { changed_.wait(lock.native()); }
   /// Wakes every waiter (shutdown).
   void WakeAll() { changed_.notify_all(); }
 

@@ -25,7 +25,7 @@ BackgroundThread::BackgroundThread(const char* name, int nice_increment)
 
 BackgroundThread::~BackgroundThread() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -36,7 +36,7 @@ void BackgroundThread::Run(std::function<void()> task) {
   std::packaged_task<void()> packaged(std::move(task));
   std::future<void> done = packaged.get_future();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     tasks_.push_back(std::move(packaged));
   }
   cv_.notify_all();
@@ -45,7 +45,7 @@ void BackgroundThread::Run(std::function<void()> task) {
 
 void BackgroundThread::Post(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     tasks_.emplace_back(std::move(task));
   }
   cv_.notify_all();
@@ -56,15 +56,15 @@ void BackgroundThread::Loop(const char* name, int nice_increment) {
   // A refusal (a seccomp profile, say) leaves the thread at normal priority:
   // slower requests during loads, nothing worse.
   LowerThisThreadsPriority(nice_increment);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+    cv_.wait(lock.native(), [this]() REQUIRES(mu_) { return stopping_ || !tasks_.empty(); });
     if (tasks_.empty()) return;  // stopping, nothing left
     std::packaged_task<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     task();
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -17,6 +17,8 @@
 #include <mutex>
 #include <thread>
 
+#include "common/mutex.h"
+
 namespace manypy {
 
 /// How much nicer than the process background work runs: nice +10 gives it
@@ -47,10 +49,10 @@ class BackgroundThread {
  private:
   void Loop(const char* name, int nice_increment);
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::packaged_task<void()>> tasks_;  // guarded by mu_
-  bool stopping_ = false;                          // guarded by mu_
+  std::deque<std::packaged_task<void()>> tasks_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread thread_;                             // last: starts after the rest exist
 };
 

@@ -30,7 +30,7 @@ int64_t BudgetKeeper::EstimateBytes(const RepositoryEntry& entry) const {
 }
 
 int64_t BudgetKeeper::ResidentBytes() const {
-  std::lock_guard<std::mutex> lock(registry_->mu());
+  MutexLock lock(registry_->mu());
   int64_t total = 0;
   for (const auto& r : registry_->ResidentLocked("")) total += r.bytes;
   return total;
@@ -80,7 +80,7 @@ Status BudgetKeeper::MakeRoom(const std::string& name, int64_t needed, Backgroun
     EvictionPlan plan;
     bool draining = false, busy = false;
     {
-      std::lock_guard<std::mutex> lock(registry_->mu());
+      MutexLock lock(registry_->mu());
       std::vector<ResidentModel> resident = registry_->ResidentLocked(name);
       plan = PlanLoad(limits_, resident, name, needed, may_evict_, adds_model);
       for (const auto& r : resident) {

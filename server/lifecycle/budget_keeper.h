@@ -50,9 +50,9 @@ class BudgetKeeper {
                          BackgroundThread& unloader);
 
  private:
-  /// Stops serving `victim` to make room for `for_model`. REQUIRES: the registry's mutex.
+  /// Stops serving `victim` to make room for `for_model`.
   Status EvictLocked(const ResidentModel& victim, const std::string& for_model,
-                     BackgroundThread& unloader);
+                     BackgroundThread& unloader) REQUIRES(registry_->mu());
 
   const BudgetLimits limits_;
   const bool may_evict_;

@@ -57,7 +57,7 @@ Status LoadPipeline::Load(const std::string& name) {
   }
   VersionPtr serving;  // a reloading model keeps serving it meanwhile
   {
-    std::lock_guard<std::mutex> lock(registry.mu());
+    MutexLock lock(registry.mu());
     serving = registry.ServingLocked(name);
   }
   VersionPtr wanted = registry.BeginLoad(name, entry->version);
@@ -67,7 +67,7 @@ Status LoadPipeline::Load(const std::string& name) {
                                                      &wanted->lifecycle);
     if (step == ReloadStep::kDone) break;
     if (step == ReloadStep::kDrainOld) {
-      std::lock_guard<std::mutex> lock(registry.mu());
+      MutexLock lock(registry.mu());
       // Drains, then unloads.
       MANYPY_RETURN_IF_ERROR(context_.retirer->RetireLocked(serving, "", *context_.replaced));
       continue;

@@ -21,7 +21,7 @@ LoadWaiters::LoadWaiters() : watchdog_([this] { Watch(); }) {}
 LoadWaiters::~LoadWaiters() {
   std::map<std::string, Flight> left;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     left.swap(flights_);
     cv_.notify_all();
@@ -35,7 +35,7 @@ LoadWaiters::~LoadWaiters() {
 }
 
 bool LoadWaiters::Add(const std::string& name, Waiter waiter) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto [it, first] = flights_.try_emplace(name);
   if (first) it->second.started = Clock::now();
   it->second.waiters.push_back(std::move(waiter));
@@ -46,7 +46,7 @@ bool LoadWaiters::Add(const std::string& name, Waiter waiter) {
 void LoadWaiters::Finish(const std::string& name, const Status& status) {
   std::vector<Waiter> answered;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = flights_.find(name);
     if (it == flights_.end()) return;
     answered = std::move(it->second.waiters);
@@ -56,12 +56,12 @@ void LoadWaiters::Finish(const std::string& name, const Status& status) {
 }
 
 bool LoadWaiters::Loading(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return flights_.count(name) > 0;
 }
 
 void LoadWaiters::Watch() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     Clock::time_point now = Clock::now();
     Clock::time_point wake = Clock::time_point::max();
@@ -86,15 +86,15 @@ void LoadWaiters::Watch() {
       }
     }
     if (!ended.empty()) {
-      lock.unlock();  // callbacks answer requests: never under mu_
+      lock.Unlock();  // callbacks answer requests: never under mu_
       for (auto& [w, status] : ended) w.done(status);
-      lock.lock();
+      lock.Lock();
       continue;
     }
     if (wake == Clock::time_point::max()) {
-      cv_.wait(lock);
+      cv_.wait(lock.native());
     } else {
-      cv_.wait_until(lock, wake);
+      cv_.wait_until(lock.native(), wake);
     }
   }
 }

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/inference/inference_request.h"
 
@@ -51,10 +52,10 @@ class LoadWaiters {
   };
   void Watch();
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, Flight> flights_;  // guarded by mu_: one per load in flight
-  bool stopping_ = false;                  // guarded by mu_
+  std::map<std::string, Flight> flights_ GUARDED_BY(mu_);  // one per load in flight
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::thread watchdog_;                   // last: starts once the rest exist
 };
 

@@ -3,9 +3,9 @@
 namespace manypy {
 
 void LeaseEvents::WaitAfter(uint64_t seen, Clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++waiting_;
-  cv_.wait_until(lock, deadline, [&] { return events_.load() != seen; });
+  cv_.wait_until(lock.native(), deadline, [&] { return events_.load() != seen; });
   --waiting_;
 }
 
@@ -14,7 +14,7 @@ void LeaseEvents::Notify() {
   // A waiter counts itself before it reads events_ under mu_: either it sees
   // this event, or this sees it waiting and wakes it.
   if (waiting_.load() == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   cv_.notify_all();
 }
 

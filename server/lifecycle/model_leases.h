@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 
+#include "common/mutex.h"
 #include "server/inference/inference_request.h"
 
 namespace manypy {
@@ -27,7 +28,7 @@ class LeaseEvents {
  private:
   std::atomic<uint64_t> events_{0};
   std::atomic<int> waiting_{0};
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
 };
 

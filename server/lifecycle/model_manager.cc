@@ -72,7 +72,7 @@ void ModelManager::LoadStartupModels() {
 
 Status ModelManager::LoadWith(LoadPipeline& pipeline, const std::string& name) {
   MANYPY_RETURN_IF_ERROR(CheckModelName(name));  // a name, never a path
-  std::lock_guard<std::mutex> load_lock(load_mu_);
+  MutexLock load_lock(load_mu_);
   return pipeline.Load(name);
 }
 
@@ -80,8 +80,8 @@ Status ModelManager::Load(const std::string& name) { return LoadWith(requested_,
 
 Status ModelManager::Unload(const std::string& name) {
   MANYPY_RETURN_IF_ERROR(CheckModelName(name));
-  std::lock_guard<std::mutex> load_lock(load_mu_);
-  std::lock_guard<std::mutex> lock(registry_.mu());
+  MutexLock load_lock(load_mu_);
+  MutexLock lock(registry_.mu());
   VersionPtr serving = registry_.ServingLocked(name);
   if (serving == nullptr) return NotFound("model '" + name + "' is not loaded");
   // In-flight requests finish on their handles.

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "interpreters/pool.h"
 #include "server/inference/dispatcher.h"
@@ -133,7 +134,7 @@ class ModelManager {
   const ModelRepository repository_;
 
   InferenceStatsRegistry stats_;  // per version, across reloads (thread-safe)
-  std::mutex load_mu_;            // one load or unload at a time
+  Mutex load_mu_;                 // one load or unload at a time
   std::atomic<bool> stopping_{false};  // set first by the destructor
   std::atomic<uint64_t> use_clock_{0};  // orders inference lookups, for LRU
   // Lease returns and unloads, which the budget keeper waits for (requests

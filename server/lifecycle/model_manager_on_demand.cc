@@ -46,7 +46,7 @@ Status ModelManager::LoadOnDemand(const std::string& name) {
   const Clock::time_point start = Clock::now();
   Status loaded = [&] {
     MANYPY_RETURN_IF_ERROR(CheckModelName(name));
-    std::lock_guard<std::mutex> load_lock(load_mu_);
+    MutexLock load_lock(load_mu_);
     if (registry_.Serves(name)) return Status::Ok();  // loaded meanwhile
     return on_demand_.Load(name);
   }();

@@ -108,21 +108,21 @@ StatusOr<std::shared_ptr<Model>> ModelRegistry::GetLocked(const std::string& nam
 
 StatusOr<std::shared_ptr<Model>> ModelRegistry::Get(const std::string& name,
                                                     const std::string& version) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return GetLocked(name, version);
 }
 
 StatusOr<std::shared_ptr<Model>> ModelRegistry::GetForRequest(const std::string& name,
                                                               const std::string& version,
                                                               uint64_t use) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = records_.find(name);
   if (it != records_.end()) it->second.last_used = use;
   return GetLocked(name, version);
 }
 
 std::shared_ptr<Model> ModelRegistry::Serving(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   VersionPtr serving = ServingLocked(name);
   return serving != nullptr ? serving->model : nullptr;
 }
@@ -130,30 +130,30 @@ std::shared_ptr<Model> ModelRegistry::Serving(const std::string& name) const {
 bool ModelRegistry::Serves(const std::string& name) const { return Serving(name) != nullptr; }
 
 bool ModelRegistry::HasRecord(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return records_.count(name) > 0;
 }
 
 bool ModelRegistry::InRepository(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return repository_names_.count(name) > 0;
 }
 
 void ModelRegistry::AddRepositoryNames(const std::vector<RepositoryEntry>& entries) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& e : entries) {
     if (e.error.ok()) repository_names_.insert(e.name);
   }
 }
 
 void ModelRegistry::AddRepositoryName(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   repository_names_.insert(name);
 }
 
 std::vector<ModelStatus> ModelRegistry::Index(const std::vector<RepositoryEntry>* scan) const {
   std::map<std::pair<std::string, int64_t>, ModelStatus> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (scan != nullptr) {
     for (const auto& e : *scan) {
       // A version beside the one that serves (or failed) keeps an empty reason.
@@ -201,7 +201,7 @@ std::vector<ModelStatus> ModelRegistry::Index(const std::vector<RepositoryEntry>
 }
 
 std::vector<std::shared_ptr<Model>> ModelRegistry::ReadyModels() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::shared_ptr<Model>> out;
   for (const auto& [name, r] : records_) {
     if (VersionPtr serving = ServingOf(r)) out.push_back(serving->model);
@@ -210,7 +210,7 @@ std::vector<std::shared_ptr<Model>> ModelRegistry::ReadyModels() const {
 }
 
 void ModelRegistry::Pin(const std::vector<std::string>& names) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& name : names) {
     auto it = records_.find(name);
     if (it != records_.end()) it->second.pinned = true;
@@ -218,20 +218,20 @@ void ModelRegistry::Pin(const std::vector<std::string>& names) {
 }
 
 int64_t ModelRegistry::SlotBytesSeen(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = records_.find(name);
   return it == records_.end() ? 0 : it->second.slot_bytes_seen;
 }
 
 VersionPtr ModelRegistry::BeginLoad(const std::string& name, int64_t version) {
   auto v = std::make_shared<LoadedVersion>(name, version);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   records_[name].versions.push_back(v);
   return v;
 }
 
 Status ModelRegistry::NotInRepository(const std::string& name, const Status& why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // A name the repository does not have gets no record: it stays NOT_FOUND.
   auto it = records_.find(name);
   if (it == records_.end() || ServingOf(it->second) != nullptr) return Status::Ok();
@@ -244,7 +244,7 @@ Status ModelRegistry::NotInRepository(const std::string& name, const Status& why
 }
 
 Status ModelRegistry::Failed(const VersionPtr& version, const Status& why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Record& r = records_[version->lifecycle.name()];
   MANYPY_RETURN_IF_ERROR(version->lifecycle.Fail(why.message()));
   VersionPtr serving = ServingOf(r);
@@ -266,7 +266,7 @@ Status ModelRegistry::Failed(const VersionPtr& version, const Status& why) {
 
 Status ModelRegistry::Serve(const VersionPtr& version, std::shared_ptr<Model> model, int64_t bytes,
                             uint64_t use) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Record& r = records_[version->lifecycle.name()];
   MANYPY_RETURN_IF_ERROR(version->lifecycle.Ready());
   version->model = std::move(model);
@@ -295,13 +295,13 @@ Status ModelRegistry::StopServingLocked(const VersionPtr& version, const std::st
 }
 
 StatusOr<std::shared_ptr<Model>> ModelRegistry::StartUnload(const VersionPtr& version) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   MANYPY_RETURN_IF_ERROR(version->lifecycle.StartUnload());
   return std::move(version->model);
 }
 
 Status ModelRegistry::FinishUnload(const VersionPtr& version) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   MANYPY_RETURN_IF_ERROR(version->lifecycle.FinishUnload());
   if (version->said_at > 0) return Status::Ok();  // unloaded or evicted: shown until something newer
   auto it = records_.find(version->lifecycle.name());

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/lifecycle/memory_budget.h"
 #include "server/lifecycle/model.h"
@@ -81,23 +82,24 @@ class ModelRegistry {
   /// Loading -> Ready: takes new requests from now on; `use` marks it used
   /// (0: not). What failed or was unloaded before is no longer shown.
   Status Serve(const VersionPtr& version, std::shared_ptr<Model> model, int64_t bytes, uint64_t use);
-  /// The version that serves `name`, or null. REQUIRES: mu() held.
-  VersionPtr ServingLocked(const std::string& name) const;
+  /// The version that serves `name`, or null.
+  VersionPtr ServingLocked(const std::string& name) const REQUIRES(mu_);
   /// Ready -> Draining: `reason` ("" when a newer version replaced it) is what
-  /// the index shows. REQUIRES: mu() held.
-  Status StopServingLocked(const VersionPtr& version, const std::string& reason);
+  /// the index shows.
+  Status StopServingLocked(const VersionPtr& version, const std::string& reason) REQUIRES(mu_);
   /// Draining -> Unloading: returns its handle, which the registry lets go.
   StatusOr<std::shared_ptr<Model>> StartUnload(const VersionPtr& version);
   /// Unloading -> Unloaded: a replaced version is forgotten.
   Status FinishUnload(const VersionPtr& version);
 
-  // The budget's view. REQUIRES: mu() held.
+  // The budget's view.
   /// Every serving, loading and draining version (`loading`'s are not evictable).
-  std::vector<ResidentModel> ResidentLocked(const std::string& loading) const;
+  std::vector<ResidentModel> ResidentLocked(const std::string& loading) const REQUIRES(mu_);
   /// Versions that are draining or unloading, of every model.
-  std::vector<VersionPtr> RetiringLocked() const;
+  std::vector<VersionPtr> RetiringLocked() const REQUIRES(mu_);
 
-  std::mutex& mu() const { return mu_; }
+  /// The registry's lock, for a caller that composes the *Locked calls.
+  Mutex& mu() const RETURN_CAPABILITY(mu_) { return mu_; }
 
  private:
   struct Record {
@@ -106,7 +108,7 @@ class ModelRegistry {
     uint64_t last_used = 0;
     int64_t slot_bytes_seen = 0;
   };
-  // REQUIRES: mu_ for all of these.
+  // The caller holds mu_ for these (static: the analysis cannot name it).
   static VersionPtr ServingOf(const Record& record);
   static VersionPtr LoadingOf(const Record& record);
   /// What a model that neither serves nor loads shows: its newest word, or null.
@@ -114,14 +116,15 @@ class ModelRegistry {
   /// Forgets the versions that have ended (Failed, Unloaded) and `which` accepts.
   template <typename Which>
   static void Forget(Record& record, Which which);
-  std::shared_ptr<Model> Leased(const std::shared_ptr<Model>& model) const;
-  StatusOr<std::shared_ptr<Model>> GetLocked(const std::string& name, const std::string& version) const;
+  std::shared_ptr<Model> Leased(const std::shared_ptr<Model>& model) const REQUIRES(mu_);
+  StatusOr<std::shared_ptr<Model>> GetLocked(const std::string& name,
+                                             const std::string& version) const REQUIRES(mu_);
 
   const bool on_demand_;
-  mutable std::mutex mu_;
-  std::map<std::string, Record> records_;  // guarded by mu_
-  mutable std::set<std::string> repository_names_;  // guarded by mu_: valid at the last scan
-  uint64_t said_ = 0;                      // guarded by mu_: orders LoadedVersion::said_at
+  mutable Mutex mu_;
+  std::map<std::string, Record> records_ GUARDED_BY(mu_);
+  mutable std::set<std::string> repository_names_ GUARDED_BY(mu_);  // valid at the last scan
+  uint64_t said_ GUARDED_BY(mu_) = 0;                               // orders LoadedVersion::said_at
 };
 
 }  // namespace manypy

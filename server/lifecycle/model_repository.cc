@@ -27,7 +27,7 @@ StatusOr<std::vector<RepositoryEntry>> ModelRepository::Scan() const {
     bool stated = ::stat(entry.path.c_str(), &st) == 0;
     int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
     if (stated) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = validated_.find(entry.path);
       if (it != validated_.end() && it->second.size == static_cast<uintmax_t>(st.st_size) &&
           it->second.mtime_ns == mtime_ns && it->second.inode == st.st_ino) {
@@ -45,7 +45,7 @@ StatusOr<std::vector<RepositoryEntry>> ModelRepository::Scan() const {
       entry.error = archive.status();
     }
     if (stated) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       validated_[entry.path] = {static_cast<uintmax_t>(st.st_size), mtime_ns,
                                 static_cast<uint64_t>(st.st_ino), entry};
     }
@@ -53,7 +53,7 @@ StatusOr<std::vector<RepositoryEntry>> ModelRepository::Scan() const {
     entries.push_back(std::move(entry));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);  // forget archives no longer there
+    MutexLock lock(mu_);  // forget archives no longer there
     for (auto it = validated_.begin(); it != validated_.end();) {
       it = seen.count(it->first) > 0 ? std::next(it) : validated_.erase(it);
     }

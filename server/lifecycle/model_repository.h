@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "package_format/archive.h"
 
@@ -48,8 +49,8 @@ class ModelRepository {
 
   const std::string directory_;
   const ArchiveLimits limits_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, Validated> validated_;  // guarded by mu_, by path
+  mutable Mutex mu_;
+  mutable std::map<std::string, Validated> validated_ GUARDED_BY(mu_);  // by path
 };
 
 }  // namespace manypy

@@ -16,14 +16,14 @@ std::string PythonHeapMeasurements::Key(const std::string& path, const struct st
 }
 
 std::optional<int64_t> PythonHeapMeasurements::Find(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = bytes_.find(key);
   if (it == bytes_.end()) return std::nullopt;
   return it->second.second;
 }
 
 void PythonHeapMeasurements::Record(const std::string& key, int64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   bytes_[key] = {next_++, bytes};
   if (bytes_.size() <= capacity_) return;
   auto oldest = std::min_element(bytes_.begin(), bytes_.end(), [](const auto& a, const auto& b) {

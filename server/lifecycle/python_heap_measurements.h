@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "common/mutex.h"
+
 namespace manypy {
 
 // Measuring takes tracemalloc on during the load, which made an
@@ -36,9 +38,10 @@ class PythonHeapMeasurements {
 
  private:
   const size_t capacity_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::pair<uint64_t, int64_t>> bytes_;  // guarded by mu_: key -> (order, bytes)
-  uint64_t next_ = 0;                                           // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::pair<uint64_t, int64_t>> bytes_
+      GUARDED_BY(mu_);  // key -> (order, bytes)
+  uint64_t next_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace manypy

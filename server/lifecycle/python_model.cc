@@ -214,7 +214,7 @@ Status PythonModel::Prepare(size_t slot) {
             .to_bool()) {
       compiled_ = true;
     }
-    std::lock_guard<std::mutex> lock(released_mu_);
+    MutexLock lock(released_mu_);
     slot_bytes_[slot] = python_bytes + tensor_bytes;
   };
   return pool_->RunAt(slot, load,
@@ -222,13 +222,13 @@ Status PythonModel::Prepare(size_t slot) {
 }
 
 MemoryFootprint PythonModel::Memory() const {
-  std::lock_guard<std::mutex> lock(released_mu_);
+  MutexLock lock(released_mu_);
   return {static_cast<int64_t>(storages_->size()), slot_bytes_};
 }
 
 void PythonModel::DropSequenceStates(size_t slot, const std::vector<std::string>& keys) {
   {
-    std::lock_guard<std::mutex> lock(released_mu_);
+    MutexLock lock(released_mu_);
     if (released_[slot]) return;
   }
   Value::Items names;
@@ -258,7 +258,7 @@ void PythonModel::Release(size_t slot) {
     model_.DropIn(session);
   }
   CollectGarbage(slot);
-  std::lock_guard<std::mutex> lock(released_mu_);
+  MutexLock lock(released_mu_);
   released_[slot] = true;
 }
 
@@ -269,7 +269,7 @@ PythonModel::~PythonModel() {
   // interpreter may never do: each reload kept ~12 MiB resident until some
   // later allocation happened to trigger a full collection (make soak).
   { ReplicatedObject runner = std::move(runner_), model = std::move(model_); }
-  std::lock_guard<std::mutex> lock(released_mu_);
+  MutexLock lock(released_mu_);
   for (size_t i = 0; i < pool_->size(); ++i) {
     if (!released_[i]) CollectGarbage(i);
   }

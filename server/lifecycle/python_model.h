@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "interpreters/pool.h"
 #include "interpreters/python_error.h"
@@ -118,9 +119,9 @@ class PythonModel final : public Executable {
   // infer(inputs), or for a streaming model start_stream(inputs), with the
   // model, method, output names and device bound.
   ReplicatedObject runner_;
-  mutable std::mutex released_mu_;
-  std::vector<bool> released_;  // guarded by released_mu_: per interpreter, by Release
-  std::vector<int64_t> slot_bytes_;  // guarded by released_mu_: measured by Prepare
+  mutable Mutex released_mu_;
+  std::vector<bool> released_ GUARDED_BY(released_mu_);       // per interpreter, by Release
+  std::vector<int64_t> slot_bytes_ GUARDED_BY(released_mu_);  // measured by Prepare
   std::atomic<bool> compiled_{false};  // set by Prepare
 };
 

@@ -17,17 +17,17 @@ const char* VersionStateName(VersionState state) {
 }
 
 VersionState VersionLifecycle::state() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return state_;
 }
 
 std::string VersionLifecycle::reason() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return reason_;
 }
 
 Status VersionLifecycle::Move(VersionState from, VersionState to) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (state_ != from) {
     Status bug = Internal("model " + name_ + " version " + std::to_string(version_) +
                           ": no transition from " + VersionStateName(state_) + " to " +
@@ -44,7 +44,7 @@ Status VersionLifecycle::Ready() { return Move(VersionState::kLoading, VersionSt
 Status VersionLifecycle::Fail(std::string reason) {
   Status moved = Move(VersionState::kLoading, VersionState::kFailed);
   if (moved.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     reason_ = std::move(reason);
   }
   return moved;
@@ -53,7 +53,7 @@ Status VersionLifecycle::Fail(std::string reason) {
 Status VersionLifecycle::Drain(std::string reason) {
   Status moved = Move(VersionState::kReady, VersionState::kDraining);
   if (moved.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     reason_ = std::move(reason);
   }
   return moved;

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace manypy {
@@ -51,9 +52,9 @@ class VersionLifecycle {
 
   const std::string name_;
   const int64_t version_;
-  mutable std::mutex mu_;
-  VersionState state_ = VersionState::kLoading;  // guarded by mu_
-  std::string reason_;                           // guarded by mu_
+  mutable Mutex mu_;
+  VersionState state_ GUARDED_BY(mu_) = VersionState::kLoading;
+  std::string reason_ GUARDED_BY(mu_);
 };
 
 }  // namespace manypy

@@ -14,6 +14,7 @@ VersionRetirer::VersionRetirer(ModelRegistry* registry, Dispatcher* dispatcher, 
 
 Status VersionRetirer::RetireLocked(const VersionPtr& version, const std::string& reason,
                                     BackgroundThread& unloader) {
+  registry_->mu().AssertHeld();
   MANYPY_RETURN_IF_ERROR(registry_->StopServingLocked(version, reason));
   const std::shared_ptr<Model>& model = version->model;
   Log(LogLevel::kInfo, "model " + model->name() + " version " + std::to_string(model->version()) +
@@ -27,7 +28,7 @@ Status VersionRetirer::RetireLocked(const VersionPtr& version, const std::string
   // Called under the dispatcher's lock as the version leaves: only hands the
   // unload on (the registry's mutex comes before the dispatcher's).
   dispatcher_->Retire(model->queue(), [guard = guard_, version, unloader = &unloader] {
-    std::lock_guard<std::mutex> lock(guard->mu);
+    MutexLock lock(guard->mu);
     if (guard->retirer == nullptr) return;  // shutting down: left to the process's exit
     VersionRetirer* retirer = guard->retirer;
     unloader->Post([retirer, version] { retirer->UnloadDrained(version); });
@@ -62,12 +63,12 @@ void VersionRetirer::UnloadDrained(const VersionPtr& version) {
 }
 
 void VersionRetirer::Stop() {
-  std::lock_guard<std::mutex> lock(guard_->mu);
+  MutexLock lock(guard_->mu);
   guard_->retirer = nullptr;  // no unload is posted from now on
 }
 
 void VersionRetirer::LeaveStuckVersions() {
-  std::lock_guard<std::mutex> lock(registry_->mu());
+  MutexLock lock(registry_->mu());
   for (const auto& v : registry_->RetiringLocked()) {
     if (v->lifecycle.state() == VersionState::kDraining && v->model != nullptr) {
       Log(LogLevel::kWarning, "model " + v->model->name() + " is still running a call; not unloaded");

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "server/inference/dispatcher.h"
 #include "server/lifecycle/background_thread.h"
 #include "server/lifecycle/model_leases.h"
@@ -23,7 +24,8 @@ class VersionRetirer {
 
   /// Stops serving `version` (`reason` as the index shows it, "" when a
   /// newer version replaces it) and unloads it on `unloader` once drained.
-  /// REQUIRES: the registry's mutex held.
+  /// REQUIRES: the registry's mutex held (callers reach the registry through
+  /// their own pointer, which the analysis cannot equate with registry_).
   /// INTERNAL (a bug, logged) if `version` was not Ready.
   Status RetireLocked(const VersionPtr& version, const std::string& reason, BackgroundThread& unloader);
   /// Releases `executable` on every slot in turn, each held out of dispatch
@@ -43,8 +45,8 @@ class VersionRetirer {
   // Lets the dispatcher's drained callbacks reach the retirer only until Stop
   // (the dispatcher outlives it).
   struct Guard {
-    std::mutex mu;
-    VersionRetirer* retirer = nullptr;  // guarded by mu
+    Mutex mu;
+    VersionRetirer* retirer GUARDED_BY(mu) = nullptr;
   };
 
   ModelRegistry* const registry_;

@@ -50,7 +50,7 @@ Status CompileMetrics::Recompiled(const Value& r) {
   recompiles_->Add({{"model", model}, {"version", version}}).Increment();
   bool first;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     first = logged_.insert(model + '\x1f' + version + '\x1f' + reason).second;
   }
   if (first) {

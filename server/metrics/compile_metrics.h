@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "interpreters/value.h"
 
@@ -38,8 +39,8 @@ class CompileMetrics {
  private:
   std::shared_ptr<prometheus::Registry> own_registry_;  // when given none
   prometheus::Family<prometheus::Counter>* const recompiles_;
-  std::mutex mu_;
-  std::set<std::string> logged_;  // "model\x1fversion\x1freason", guarded by mu_
+  Mutex mu_;
+  std::set<std::string> logged_ GUARDED_BY(mu_);  // "model\x1fversion\x1freason"
 };
 
 }  // namespace manypy

@@ -6,6 +6,8 @@
 #include <set>
 #include <string>
 
+#include "common/mutex.h"
+
 namespace manypy {
 
 class LabelLimiter {
@@ -13,7 +15,7 @@ class LabelLimiter {
   explicit LabelLimiter(size_t limit) : limit_(limit) {}
 
   std::string Bound(const std::string& value) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (seen_.count(value) > 0) return value;
     if (seen_.size() >= limit_) return "other";
     seen_.insert(value);
@@ -22,8 +24,8 @@ class LabelLimiter {
 
  private:
   const size_t limit_;
-  std::mutex mu_;
-  std::set<std::string> seen_;  // guarded by mu_
+  Mutex mu_;
+  std::set<std::string> seen_ GUARDED_BY(mu_);
 };
 
 }  // namespace manypy

@@ -174,11 +174,11 @@ PrometheusObserver::ModelMetrics& PrometheusObserver::For(const std::string& nam
                                                           int64_t version) {
   std::pair<std::string, int64_t> key{name, version};
   {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    ReaderLock lock(mu_);
     auto it = models_.find(key);
     if (it != models_.end()) return *it->second;
   }
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(mu_);
   auto& entry = models_[key];
   if (entry == nullptr) {
     entry = std::make_unique<ModelMetrics>();
@@ -257,7 +257,7 @@ void PrometheusObserver::OnModelLoaded(const std::string& name, int64_t version,
   load_duration_.Add(labels).Set(load_seconds);
   warmup_duration_.Add(labels).Set(warmup_seconds);
   For(name, version);  // its series exist (at zero) from now on
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(mu_);
   ready_.Add(labels).Set(++loads_[{name, version}] > 0 ? 1 : 0);
 }
 
@@ -268,7 +268,7 @@ void PrometheusObserver::OnModelLoadFailed(const std::string& name, int64_t vers
 
 void PrometheusObserver::OnModelRetired(const std::string& name, int64_t version) {
   Labels labels{{"model", name}, {"version", std::to_string(version)}};
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  WriterLock lock(mu_);
   // A version reloaded in place is loaded again before the old load retires.
   int& loads = loads_[{name, version}];
   if (loads > 0) --loads;

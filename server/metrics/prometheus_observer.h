@@ -4,18 +4,19 @@
 // atomic; the exclusive lock is taken only the first time a version is seen.
 #pragma once
 
-#include <map>
-#include <memory>
-#include <shared_mutex>
-#include <string>
-#include <vector>
-
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
 #include "server/inference/inference_observer.h"
 #include "server/metrics/label_limiter.h"
 
@@ -77,9 +78,9 @@ class PrometheusObserver final : public InferenceObserver {
   LabelLimiter unknown_models_{64};     // names of requests that reached no model
   LabelLimiter exception_types_{32};    // Python exception types
 
-  std::shared_mutex mu_;
-  std::map<std::pair<std::string, int64_t>, std::unique_ptr<ModelMetrics>> models_;  // guarded by mu_
-  std::map<std::pair<std::string, int64_t>, int> loads_;  // guarded by mu_: live loads per version
+  SharedMutex mu_;
+  std::map<std::pair<std::string, int64_t>, std::unique_ptr<ModelMetrics>> models_ GUARDED_BY(mu_);
+  std::map<std::pair<std::string, int64_t>, int> loads_ GUARDED_BY(mu_);  // live loads per version
 };
 
 }  // namespace manypy

@@ -97,7 +97,7 @@ Status PythonMetrics::Declare(const Value& r) {
   if (const Value* b = r.Find("buckets"); b != nullptr && !b->is_none()) {
     for (const auto& v : b->items()) buckets.push_back(v.to_double());
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = families_.find(name);
   if (it != families_.end()) {
     const Family& f = *it->second;
@@ -141,7 +141,7 @@ Status PythonMetrics::Update(const Value& r) {
     model = c->model->manifest().name;
     version = std::to_string(c->model->manifest().version);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = families_.find(name);
   if (it == families_.end()) return NotFound("metric '" + name + "' was never declared");
   Family& f = *it->second;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "interpreters/value.h"
 #include "server/metrics/label_limiter.h"
@@ -48,8 +49,8 @@ class PythonMetrics {
   struct Family;
   std::shared_ptr<prometheus::Registry> own_registry_;  // when given none
   prometheus::Registry* const registry_;
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Family>> families_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::string, std::unique_ptr<Family>> families_ GUARDED_BY(mu_);
 };
 
 }  // namespace manypy
