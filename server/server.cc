@@ -27,6 +27,7 @@
 #include "server/metrics/compile_metrics.h"
 #include "server/metrics/metrics_server.h"
 #include "server/metrics/python_metrics.h"
+#include "server/tracing/tracing.h"
 
 namespace manypy {
 namespace {
@@ -126,6 +127,8 @@ ModelManager::Options ModelOptionsFor(const ServerOptions& options, ResponseCach
 // reverse order, each before what it uses.
 struct Server::Parts {
   std::shared_ptr<const TlsCredentials> tls;  // null: plain text
+  // First, so that it goes last: every request span has ended by then.
+  std::unique_ptr<Tracing> tracing;  // null: --tracing off, or not built in
   std::unique_ptr<AccessTokens> tokens;
   std::unique_ptr<InterpreterPool> pool;
   std::unique_ptr<Dispatcher> dispatcher;
@@ -170,6 +173,15 @@ Status Server::StartParts(const ServerOptions& options) {
     p.tls = std::make_shared<const TlsCredentials>(std::move(*loaded));
   }
   LogCredentials(options, *p.tokens, p.tls.get());
+  if (options.tracing.enabled) {
+    auto tracing = StartTracing(options.tracing);
+    if (!tracing.ok()) return tracing.status();
+    p.tracing = std::move(*tracing);
+    Log(LogLevel::kInfo, "tracing: " + p.tracing->Describe());
+  } else {
+    Log(LogLevel::kInfo, TracingBuiltIn() ? "tracing: off (--tracing turns it on)"
+                                          : "tracing: not built in: " + TracingUnavailableReason());
+  }
 
   PoolOptions pool_options = PoolOptionsFor(options);
   auto pool = [&] {
