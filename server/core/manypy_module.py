@@ -40,9 +40,9 @@ trace: the request's OpenTelemetry span, when the server traces
 records a child span of the request's span over the block (an exception
 marks it failed, and goes on); trace.set_attribute(key, value) adds an
 attribute to the request's span (to each request's of a batch). Both do
-nothing when the request is not traced. request.trace_id is the trace's id
-(32 hex digits), or None. Nested infer/submit calls are children of the
-request's span on their own.
+nothing when the request is not traced, or no request runs.
+request.trace_id is the trace's id (32 hex digits), or None. Nested
+infer/submit calls are children of the request's span on their own.
 
 metrics.counter / gauge / histogram(name, documentation, labels=(...)):
 the model's own metrics on the server's /metrics, with prometheus_client's

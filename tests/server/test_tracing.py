@@ -327,7 +327,7 @@ class TracingTest(unittest.TestCase):
 
     def test_an_error_marks_the_span_and_its_execution(self):
         trace_id, parent = new_ids()
-        status, body = self.server.infer("fails", [1.0], {"traceparent": traceparent(trace_id, parent)})
+        status, body = self.server.infer("fails", [-1.0], {"traceparent": traceparent(trace_id, parent)})
         self.assertEqual(status, 500, body)
         spans = self.receiver.trace(trace_id, 3)
         request = self.by_name(spans, "infer fails")

@@ -9,7 +9,8 @@ traced_caller: INPUT__0 FP32 [-1] -> OUTPUT__0 FP32 [-1] and TRACE_ID BYTES
   manypy.request.trace_id.
 ticks: INPUT__0 FP32 [-1] -> OUTPUT__0 FP32 [-1]: yields x, x + 1, x + 2
   (three streamed responses).
-fails: INPUT__0 FP32 [-1] -> OUTPUT__0 FP32 [-1]: raises ValueError.
+fails: INPUT__0 FP32 [-1] -> OUTPUT__0 FP32 [-1]: raises ValueError on a
+  negative input (the load check's and the warm-up's zeros pass).
 sleeps: INPUT__0 FP32 [-1] -> OUTPUT__0 FP32 [-1]: x after sleeping 1.5 s
   (keeps the one interpreter busy while a queued request's client leaves).
 """
@@ -42,7 +43,9 @@ class Ticks(nn.Module):
 
 class Fails(nn.Module):
     def forward(self, x):
-        raise ValueError("fails always fails")
+        if bool((x < 0).any()):
+            raise ValueError("fails always fails")
+        return x
 
 
 class Sleeps(nn.Module):
