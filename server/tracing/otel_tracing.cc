@@ -5,6 +5,7 @@
 #include <opentelemetry/context/propagation/text_map_propagator.h>
 #include <opentelemetry/exporters/otlp/otlp_http_exporter_factory.h>
 #include <opentelemetry/exporters/otlp/otlp_http_exporter_options.h>
+#include <opentelemetry/sdk/common/global_log_handler.h>
 #include <opentelemetry/sdk/resource/resource.h>
 #include <opentelemetry/sdk/trace/batch_span_processor_factory.h>
 #include <opentelemetry/sdk/trace/batch_span_processor_options.h>
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <variant>
 
 #include "server/inference/inference_request.h"
@@ -224,6 +226,35 @@ struct ExportCounts {
   std::atomic<int64_t> exported{0};
   std::atomic<int64_t> dropped{0};
   std::atomic<int64_t> last_warning_ns{0};
+  /// Spans the OTLP exporter reported failed through the SDK's log while an
+  /// export ran: opentelemetry-cpp 1.19's OTLP/HTTP exporter logs a failed
+  /// send ("Export N trace span(s) error") but returns success from Export.
+  std::atomic<int64_t> failed_in_log{0};
+};
+
+// The SDK's own messages: into the server's log (verbose: a failed export
+// is summed up by CountingExporter's warning), and the failed exports counted.
+class SdkLogHandler final : public otel::sdk::common::internal_log::LogHandler {
+ public:
+  explicit SdkLogHandler(std::shared_ptr<ExportCounts> counts) : counts_(std::move(counts)) {}
+
+  void Handle(otel::sdk::common::internal_log::LogLevel level, const char* file, int line,
+              const char* message, const otel::sdk::common::AttributeMap&) noexcept override {
+    const std::string text = message != nullptr ? message : "";
+    constexpr const char* kFailed = "ERROR: Export ";
+    if (size_t at = text.find(kFailed); at != std::string::npos &&
+                                        text.find(" trace span(s) error", at) != std::string::npos) {
+      counts_->failed_in_log += std::atoll(text.c_str() + at + std::strlen(kFailed));
+    }
+    if (LogEnabled(LogLevel::kVerbose)) {
+      Log(LogLevel::kVerbose, std::string("opentelemetry: ") +
+                                  (level == otel::sdk::common::internal_log::LogLevel::kError ? "error: " : "") +
+                                  text);
+    }
+  }
+
+ private:
+  const std::shared_ptr<ExportCounts> counts_;
 };
 
 // The OTLP exporter, counted: a failed export (the collector unreachable or
@@ -241,8 +272,10 @@ class CountingExporter final : public trace_sdk::SpanExporter {
   otel::sdk::common::ExportResult Export(
       const nostd::span<std::unique_ptr<trace_sdk::Recordable>>& spans) noexcept override {
     const auto n = static_cast<int64_t>(spans.size());
+    counts_->failed_in_log.store(0);
     auto result = inner_->Export(spans);
-    if (result == otel::sdk::common::ExportResult::kSuccess) {
+    const bool logged_failure = counts_->failed_in_log.exchange(0) > 0;
+    if (result == otel::sdk::common::ExportResult::kSuccess && !logged_failure) {
       counts_->exported += n;
       return result;
     }
@@ -256,7 +289,7 @@ class CountingExporter final : public trace_sdk::SpanExporter {
                                   std::to_string(dropped) + " spans dropped so far (at most one "
                                   "such line a minute)");
     }
-    return result;
+    return otel::sdk::common::ExportResult::kFailure;
   }
 
   bool ForceFlush(std::chrono::microseconds timeout) noexcept override { return inner_->ForceFlush(timeout); }
@@ -297,6 +330,8 @@ class OtelTracing final : public Tracing {
         counts_(std::move(counts)),
         description_(std::move(description)),
         tracer_(provider_->GetTracer("manypy-server", MANYPY_VERSION)) {
+    otel::sdk::common::internal_log::GlobalLogHandler::SetLogHandler(
+        nostd::shared_ptr<otel::sdk::common::internal_log::LogHandler>(new SdkLogHandler(counts_)));
     SetRequestTracer(&tracer_);
   }
 
@@ -304,6 +339,9 @@ class OtelTracing final : public Tracing {
     if (GetRequestTracer() == &tracer_) SetRequestTracer(nullptr);
     provider_->ForceFlush(std::chrono::seconds(2));
     provider_->Shutdown(std::chrono::seconds(1));
+    otel::sdk::common::internal_log::GlobalLogHandler::SetLogHandler(
+        nostd::shared_ptr<otel::sdk::common::internal_log::LogHandler>(
+            new otel::sdk::common::internal_log::NoopLogHandler()));
     Log(LogLevel::kInfo, "tracing: " + std::to_string(exported_spans()) + " spans exported, " +
                              std::to_string(dropped_spans()) + " dropped");
   }

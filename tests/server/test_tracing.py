@@ -138,9 +138,11 @@ class Server:
             return f.read()
 
     def infer(self, model, values, headers=None, timeout=30):
-        """HTTP JSON inference: (status code, decoded body)."""
+        """HTTP JSON inference: (status code, decoded body). `double` batches:
+        its request is one row."""
+        shape = [1, len(values)] if model == "double" else [len(values)]
         body = json.dumps({"inputs": [{"name": "INPUT__0", "datatype": "FP32",
-                                       "shape": [len(values)], "data": values}]})
+                                       "shape": shape, "data": values}]})
         host, port = self.http.split(":")
         conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
         try:

@@ -1,7 +1,8 @@
 """Models for the tracing end-to-end test (test_tracing.py), packaged by it.
 
-double: INPUT__0 FP32 [-1] -> OUTPUT__0 FP32 [-1], x * 2, with dynamic
-  batching (the test sends concurrent requests that run as one batch).
+double: INPUT__0 FP32 [-1] -> OUTPUT__0 FP32 [-1] per row, x * 2, with
+  dynamic batching (the test sends concurrent one-row requests that run as
+  one batch).
 traced_caller: INPUT__0 FP32 [-1] -> OUTPUT__0 FP32 [-1] and TRACE_ID BYTES
   [1]: records its own span ("caller.prepare", with an attribute) and an
   attribute on the request's span through manypy.trace, calls double
@@ -31,7 +32,7 @@ class TracedCaller(nn.Module):
         with manypy.trace.span("caller.prepare", rows=int(x.shape[0])):
             y = x.clone()
         manypy.trace.set_attribute("caller.note", "prepared")
-        out = manypy.infer("double", {"INPUT__0": y})["OUTPUT__0"] + 1
+        out = manypy.infer("double", {"INPUT__0": y.unsqueeze(0)})["OUTPUT__0"][0] + 1
         return out, [(manypy.request.trace_id or "").encode()]
 
 
