@@ -248,7 +248,7 @@ class SdkLogHandler final : public otel::sdk::common::internal_log::LogHandler {
     }
     if (LogEnabled(LogLevel::kVerbose)) {
       Log(LogLevel::kVerbose, std::string("opentelemetry: ") +
-                                  (level == otel::sdk::common::internal_log::LogLevel::kError ? "error: " : "") +
+                                  (level == otel::sdk::common::internal_log::LogLevel::Error ? "error: " : "") +
                                   text);
     }
   }
