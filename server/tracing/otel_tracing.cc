@@ -262,8 +262,11 @@ class SdkLogHandler final : public otel::sdk::common::internal_log::LogHandler {
 class CountingExporter final : public trace_sdk::SpanExporter {
  public:
   CountingExporter(std::unique_ptr<trace_sdk::SpanExporter> inner, std::shared_ptr<ExportCounts> counts,
-                   std::string endpoint)
-      : inner_(std::move(inner)), counts_(std::move(counts)), endpoint_(std::move(endpoint)) {}
+                   std::string endpoint, std::function<void(int64_t, int64_t)> on_export)
+      : inner_(std::move(inner)),
+        counts_(std::move(counts)),
+        endpoint_(std::move(endpoint)),
+        on_export_(std::move(on_export)) {}
 
   std::unique_ptr<trace_sdk::Recordable> MakeRecordable() noexcept override {
     return inner_->MakeRecordable();
@@ -277,9 +280,11 @@ class CountingExporter final : public trace_sdk::SpanExporter {
     const bool logged_failure = counts_->failed_in_log.exchange(0) > 0;
     if (result == otel::sdk::common::ExportResult::kSuccess && !logged_failure) {
       counts_->exported += n;
+      if (on_export_) on_export_(n, 0);
       return result;
     }
     const int64_t dropped = counts_->dropped += n;
+    if (on_export_) on_export_(0, n);
     const int64_t now = Clock::now().time_since_epoch().count();
     int64_t last = counts_->last_warning_ns.load();
     if ((last == 0 || now - last >= int64_t{60'000'000'000}) &&
@@ -299,6 +304,7 @@ class CountingExporter final : public trace_sdk::SpanExporter {
   const std::unique_ptr<trace_sdk::SpanExporter> inner_;
   const std::shared_ptr<ExportCounts> counts_;
   const std::string endpoint_;
+  const std::function<void(int64_t, int64_t)> on_export_;
 };
 
 std::string Env(const char* name) {
@@ -421,7 +427,7 @@ StatusOr<std::unique_ptr<Tracing>> StartTracing(const TracingOptions& options) {
   auto counts = std::make_shared<ExportCounts>();
   const std::string endpoint = http.url;
   auto exporter = std::make_unique<CountingExporter>(
-      otel::exporter::otlp::OtlpHttpExporterFactory::Create(http), counts, endpoint);
+      otel::exporter::otlp::OtlpHttpExporterFactory::Create(http), counts, endpoint, options.on_export);
   auto processor = trace_sdk::BatchSpanProcessorFactory::Create(std::move(exporter), batch);
   std::shared_ptr<trace_sdk::Sampler> by_ratio = trace_sdk::TraceIdRatioBasedSamplerFactory::Create(ratio);
   auto provider = trace_sdk::TracerProviderFactory::Create(

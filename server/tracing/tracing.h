@@ -8,6 +8,8 @@
 // OpenTelemetry SDK's batch span processor on its own thread, off the request path.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +25,9 @@ struct TracingOptions {
   double sample_ratio = -1;             ///< --trace-sample-ratio in [0, 1]
   std::string service_name;             ///< --trace-service-name
   std::vector<std::string> resource;    ///< --trace-resource KEY=VALUE (repeatable)
+  /// Optional: told after each export, on the exporter's thread, how many
+  /// spans the collector took and how many were dropped (for metrics).
+  std::function<void(int64_t exported, int64_t dropped)> on_export;
 };
 
 /// Whether this server was built with OpenTelemetry.

@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -108,11 +109,12 @@ def new_ids():
 
 
 class Server:
-    def __init__(self, repository, flags, env=None):
+    def __init__(self, repository, flags, env=None, metrics=False):
         self.log = tempfile.NamedTemporaryFile(suffix=".log", delete=False)
         args = [SERVER, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-address=127.0.0.1",
-                "--http-port=0", "--no-metrics", "--interpreters=1",
-                f"--model-repository={repository}"] + flags
+                "--http-port=0", "--interpreters=1", f"--model-repository={repository}"]
+        args += ["--metrics-address=127.0.0.1", "--metrics-port=0"] if metrics else ["--no-metrics"]
+        args += flags
         self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log,
                                         env=dict(os.environ, **(env or {})))
         text = b""
@@ -127,6 +129,8 @@ class Server:
         out = text.decode()
         self.grpc = re.search(r"manypy-server: listening on ([\d.]+:\d+),", out).group(1)
         self.http = re.search(r"HTTP listening on ([\d.]+:\d+)", out).group(1)
+        found = re.search(r"metrics listening on http://([\d.]+:\d+)/metrics", out)
+        self.metrics = found.group(1) if found else None
         threading.Thread(target=self._drain, daemon=True).start()
 
     def _drain(self):
@@ -152,6 +156,14 @@ class Server:
             return response.status, json.loads(response.read() or b"{}")
         finally:
             conn.close()
+
+    def metric(self, line_start):
+        """The value of the /metrics line that starts with `line_start`, or None."""
+        text = urllib.request.urlopen(f"http://{self.metrics}/metrics", timeout=10).read().decode()
+        for line in text.splitlines():
+            if line.startswith(line_start):
+                return float(line.rsplit(" ", 1)[1])
+        return None
 
     def stop(self):
         self.process.send_signal(signal.SIGTERM)
@@ -411,7 +423,8 @@ class SamplingAndUnreachableCollectorTest(unittest.TestCase):
             port = s.getsockname()[1]
         server = Server(self.repository,
                         ["--tracing", f"--trace-endpoint=http://127.0.0.1:{port}/v1/traces"],
-                        env={"OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_EXPORTER_OTLP_TIMEOUT": "1000"})
+                        env={"OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_EXPORTER_OTLP_TIMEOUT": "1000"},
+                        metrics=True)
         try:
             started = time.monotonic()
             for i in range(10):
@@ -422,6 +435,13 @@ class SamplingAndUnreachableCollectorTest(unittest.TestCase):
             deadline = time.monotonic() + 20
             while "did not take" not in server.stderr() and time.monotonic() < deadline:
                 time.sleep(0.1)
+            # Every request's spans (3 each) were dropped by now, and counted.
+            deadline = time.monotonic() + 20
+            while ((server.metric('manypy_trace_spans_total{result="dropped"}') or 0) < 30
+                   and time.monotonic() < deadline):
+                time.sleep(0.1)
+            self.assertEqual(server.metric('manypy_trace_spans_total{result="dropped"}'), 30)
+            self.assertEqual(server.metric('manypy_trace_spans_total{result="exported"}'), 0)
         finally:
             server.stop()
         log = server.stderr()
@@ -429,7 +449,7 @@ class SamplingAndUnreachableCollectorTest(unittest.TestCase):
         totals = re.search(r"tracing: (\d+) spans exported, (\d+) dropped", log)
         self.assertIsNotNone(totals, log[-2000:])
         self.assertEqual(int(totals.group(1)), 0)
-        self.assertGreaterEqual(int(totals.group(2)), 10)
+        self.assertEqual(int(totals.group(2)), 30)
 
 
 @unittest.skipIf(BUILT_IN, "this manypy-server is built with OpenTelemetry")
