@@ -83,9 +83,11 @@ bench-serving: models
 # The request path's cost: bench-pool's small model (small_net, packaged by the benchmark) in
 # the pool (PythonModel::Run from 2 threads) vs served over gRPC to manypy-perf --async at
 # concurrency 16, alternated rounds: throughput and CPU per call.
+# OVERHEAD_FLAGS="--tracing-ratios 1.0,0.01": traced servers too (a Debian 13 build).
+OVERHEAD_FLAGS ?=
 bench-overhead: models
 	/usr/bin/python3 tests/bench/bench_overhead.py --build $(BUILD) \
-	  --repository $(BUILD)/model-repository --out bench-results/overhead.json
+	  --repository $(BUILD)/model-repository --out bench-results/overhead.json $(OVERHEAD_FLAGS)
 
 # 100 generated models (~8 MB each) on one on-demand server under a budget of ~20,
 # Zipf traffic (s=1.1) at concurrency 8 over gRPC, vs one loaded model and one process per model.

@@ -3,6 +3,9 @@
 #include <ATen/Parallel.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/registry.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +30,7 @@
 #include "server/metrics/compile_metrics.h"
 #include "server/metrics/metrics_server.h"
 #include "server/metrics/python_metrics.h"
+#include "server/tracing/tracing.h"
 
 namespace manypy {
 namespace {
@@ -131,6 +135,9 @@ struct Server::Parts {
   std::unique_ptr<Dispatcher> dispatcher;
   std::unique_ptr<ResponseCache> response_cache;  // null: --response-cache-bytes 0
   std::unique_ptr<MetricsServer> metrics;         // null: --no-metrics
+  // After the metrics (its export counters are there) and before the models
+  // and frontends, which go first: their requests' spans have ended by then.
+  std::unique_ptr<Tracing> tracing;  // null: --tracing off, or not built in
   // Metrics declared by models' Python: on /metrics with the server's, or
   // (--no-metrics) kept unseen. Before any model loads.
   std::unique_ptr<PythonMetrics> python_metrics;
@@ -147,6 +154,36 @@ struct Server::Parts {
 };
 
 Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+// --tracing: the exporter, with its exported and dropped spans counted on
+// /metrics (manypy_trace_spans_total{result}) when there is one.
+static Status StartTracingPart(const ServerOptions& options, MetricsServer* metrics,
+                        std::unique_ptr<Tracing>* out) {
+  if (!options.tracing.enabled) {
+    Log(LogLevel::kInfo, TracingBuiltIn() ? "tracing: off (--tracing turns it on)"
+                                          : "tracing: not built in: " + TracingUnavailableReason());
+    return Status::Ok();
+  }
+  TracingOptions tracing = options.tracing;
+  if (metrics != nullptr) {
+    auto& spans = prometheus::BuildCounter()
+                      .Name("manypy_trace_spans_total")
+                      .Help("Trace spans handed to the OTLP exporter, by result: exported (the "
+                            "collector took them) or dropped (it was unreachable or refused them)")
+                      .Register(*metrics->registry());
+    prometheus::Counter* exported = &spans.Add({{"result", "exported"}});
+    prometheus::Counter* dropped = &spans.Add({{"result", "dropped"}});
+    tracing.on_export = [exported, dropped](int64_t e, int64_t d) {
+      if (e > 0) exported->Increment(static_cast<double>(e));
+      if (d > 0) dropped->Increment(static_cast<double>(d));
+    };
+  }
+  auto started = StartTracing(tracing);
+  if (!started.ok()) return started.status();
+  *out = std::move(*started);
+  Log(LogLevel::kInfo, "tracing: " + (*out)->Describe());
+  return Status::Ok();
+}
 
 Server::~Server() = default;
 
@@ -193,6 +230,7 @@ Status Server::StartParts(const ServerOptions& options) {
     p.metrics = std::move(*started);
     printf("manypy-server: metrics listening on %s\n", p.metrics->url().c_str());
   }
+  if (Status traced = StartTracingPart(options, p.metrics.get(), &p.tracing); !traced.ok()) return traced;
   // The `manypy` module a model's Python imports (the archive's mock of it is
   // replaced) and the model runtime: before any archive loads.
   if (Status installed = PythonServices::Install(p.pool.get()); !installed.ok()) {

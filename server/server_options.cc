@@ -45,8 +45,47 @@ Status ApplyConfigFile(const std::string& path, ServerOptions* o) {
   return Status::Ok();
 }
 
+// --tracing and --trace-*: refused, with the reason, by a server built
+// without OpenTelemetry; else checked here, the OTEL_* variables at start.
+Status ApplyTracing(const std::string& flag, const std::string& value, TracingOptions* t) {
+  if (!TracingBuiltIn()) {
+    return FailedPrecondition("--" + flag + ": tracing is not built into this manypy-server: " +
+                              TracingUnavailableReason());
+  }
+  if (flag == "tracing") {
+    if (value != "true" && value != "false") {
+      return InvalidArgument("--tracing is true or false, got '" + value + "'");
+    }
+    t->enabled = value == "true";
+  } else if (flag == "trace-endpoint") {
+    t->endpoint = value;
+  } else if (flag == "trace-sample-ratio") {
+    try {
+      size_t used = 0;
+      double r = std::stod(value, &used);
+      if (used != value.size() || !(r >= 0 && r <= 1)) throw std::out_of_range(value);
+      t->sample_ratio = r;
+    } catch (const std::exception&) {
+      return InvalidArgument("--trace-sample-ratio needs a ratio in [0, 1], got '" + value + "'");
+    }
+  } else if (flag == "trace-service-name") {
+    if (value.empty()) return InvalidArgument("--trace-service-name needs a name");
+    t->service_name = value;
+  } else {  // trace-resource
+    if (value.find('=') == std::string::npos || value[0] == '=') {
+      return InvalidArgument("--trace-resource needs KEY=VALUE, got '" + value + "'");
+    }
+    t->resource.push_back(value);
+  }
+  return Status::Ok();
+}
+
 Status Apply(const std::string& flag, const std::string& value, ServerOptions* o) {
   long n = 0;
+  if (flag == "tracing" || flag == "trace-endpoint" || flag == "trace-sample-ratio" ||
+      flag == "trace-service-name" || flag == "trace-resource") {
+    return ApplyTracing(flag, value, &o->tracing);
+  }
   if (flag == "model-repository") o->model_repository = value;
   else if (flag == "grpc-address") o->grpc_address = value;
   else if (flag == "grpc-port") {
@@ -168,6 +207,32 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
 
 }  // namespace
 
+// The tracing flags, listed on every build (docs/operations.md lists them
+// once); a build without OpenTelemetry says so and why.
+static std::string TracingUsage() {
+  std::string built = TracingBuiltIn()
+                          ? "OTLP/HTTP; docs/operations.md \"Tracing\""
+                          : "NOT BUILT IN: " + TracingUnavailableReason() +
+                                "; these flags are refused";
+  return "Tracing (OpenTelemetry, off by default; " + built + R"():
+  --tracing[=BOOL]           export a span for every request (and its queue
+                             wait, execution, nested calls, streamed responses)
+                             to an OpenTelemetry collector; the client's W3C
+                             traceparent/tracestate is joined
+  --trace-endpoint=URL       OTLP/HTTP traces URL (default:
+                             $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
+                             $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else
+                             http://localhost:4318/v1/traces)
+  --trace-sample-ratio=R     fraction of traces started here that are sampled
+                             (default $OTEL_TRACES_SAMPLER_ARG, else 1); a
+                             client's sampled flag is followed
+  --trace-service-name=NAME  service.name (default $OTEL_SERVICE_NAME, else
+                             manypy-server)
+  --trace-resource=KEY=VALUE a resource attribute (repeatable), over
+                             $OTEL_RESOURCE_ATTRIBUTES
+)";
+}
+
 std::string ServerUsage() {
   return R"(usage: manypy-server [flags]
 
@@ -285,7 +350,8 @@ Security (SECURITY.md):
                              until one ends. Request sizes: --max-message-size
   --config=FILE              read flags from FILE, one flag=value per line
   --help                     this text
-)";
+
+)" + TracingUsage();
 }
 
 StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv, bool* help) {
@@ -304,6 +370,10 @@ StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv, bool* help) {
     }
     if (arg == "--no-http") {  // without a value, like --no-metrics
       o.http = false;
+      continue;
+    }
+    if (arg == "--tracing") {  // = true
+      MANYPY_RETURN_IF_ERROR(Apply("tracing", "true", &o));
       continue;
     }
     if (arg == "--allow-client-shm" || arg == "--allow-client-shm-remote") {  // = true

@@ -8,6 +8,7 @@
 
 #include "common/status.h"
 #include "server/lifecycle/model_settings.h"
+#include "server/tracing/tracing.h"
 
 namespace manypy {
 
@@ -53,6 +54,8 @@ struct ServerOptions {
   int grpc_max_concurrent_streams = 1024;         ///< per HTTP/2 connection; more wait
   /// Queue, execution-limit and warm-up defaults and per-model overrides.
   ServingDefaults serving;
+  /// OpenTelemetry tracing (off by default; refused where not built in).
+  TracingOptions tracing;
 };
 
 /// The --help text.

@@ -35,16 +35,26 @@ log.info / log.warning / log.error / log.verbose(message, **fields): a line
 in the server's log, in its format (text, or JSON with the fields), naming
 the model.
 
+trace: the request's OpenTelemetry span, when the server traces
+(--tracing) and sampled the request: `with trace.span(name, **attributes):`
+records a child span of the request's span over the block (an exception
+marks it failed, and goes on); trace.set_attribute(key, value) adds an
+attribute to the request's span (to each request's of a batch). Both do
+nothing when the request is not traced, or no request runs.
+request.trace_id is the trace's id (32 hex digits), or None. Nested
+infer/submit calls are children of the request's span on their own.
+
 metrics.counter / gauge / histogram(name, documentation, labels=(...)):
 the model's own metrics on the server's /metrics, with prometheus_client's
 methods (inc, dec, set, observe, labels(...)); every sample also gets the
 model's name and version as labels.
 """
 import threading
+import time
 
 import _manypy
 
-__all__ = ["InferenceError", "Future", "infer", "submit", "request", "log", "metrics"]
+__all__ = ["InferenceError", "Future", "infer", "submit", "request", "log", "metrics", "trace"]
 
 
 class InferenceError(Exception):
@@ -252,6 +262,11 @@ class _Request:
     def client_left(self):
         return self._get("client_left")
 
+    @property
+    def trace_id(self):
+        """The request's trace id (32 hex digits), or None when it is not traced."""
+        return self._get("trace_id")
+
     def __repr__(self):
         try:
             r = _call("request", {})
@@ -287,6 +302,46 @@ class _Log:
 
 
 log = _Log()
+
+
+def _attribute(value):
+    return value if isinstance(value, (bool, int, float, str)) else repr(value)
+
+
+class _Span:
+    """A block timed as a child span of the running request's span."""
+
+    def __init__(self, name, attributes):
+        self._name, self._attributes = str(name), attributes
+
+    def __enter__(self):
+        self._start = time.monotonic_ns()
+        return self
+
+    def set_attribute(self, key, value):
+        self._attributes[str(key)] = value
+
+    def __exit__(self, kind, error, tb):
+        end = time.monotonic_ns()
+        _call("trace", {"op": "span", "name": self._name, "start_ns": self._start, "end_ns": end,
+                        "attributes": {str(k): _attribute(v) for k, v in self._attributes.items()},
+                        "error": "" if kind is None else f"{kind.__name__}: {error}"})
+        return False
+
+
+class _Trace:
+    """manypy.trace: the model's own spans and attributes in the request's trace."""
+
+    @staticmethod
+    def span(name, **attributes):
+        return _Span(name, dict(attributes))
+
+    @staticmethod
+    def set_attribute(key, value):
+        _call("trace", {"op": "attribute", "key": str(key), "value": _attribute(value)})
+
+
+trace = _Trace()
 
 
 class _Metric:

@@ -17,6 +17,7 @@ constexpr const char* kSubmit = "infer.submit";
 constexpr const char* kWait = "infer.wait";
 constexpr const char* kRequest = "request";
 constexpr const char* kLog = "log";
+constexpr const char* kTrace = "trace";
 
 const Value* Field(const Value& request, const char* key) {
   return request.kind() == Value::Kind::kDict ? request.Find(key) : nullptr;
@@ -77,10 +78,11 @@ PythonServices::PythonServices(ModelManager* models, Dispatcher* dispatcher)
   RegisterHostService(kWait, [this](size_t i, const Value& r) { return Wait(i, r); });
   RegisterHostService(kRequest, [this](size_t i, const Value& r) { return Request(i, r); });
   RegisterHostService(kLog, [this](size_t i, const Value& r) { return LogLine(i, r); });
+  RegisterHostService(kTrace, [this](size_t i, const Value& r) { return Trace(i, r); });
 }
 
 PythonServices::~PythonServices() {
-  for (const char* s : {kCall, kSubmit, kWait, kRequest, kLog}) UnregisterHostService(s);
+  for (const char* s : {kCall, kSubmit, kWait, kRequest, kLog, kTrace}) UnregisterHostService(s);
 }
 
 Status PythonServices::Install(InterpreterPool* pool) {
@@ -150,6 +152,14 @@ StatusOr<std::shared_ptr<PythonServices::NestedCall>> PythonServices::Start(size
   const InferenceRequest& outer = *(*caller)->requests->front();
   request->id = outer.id.empty() ? name : outer.id + "/" + name;
   request->callers = chain;
+  // A child of the caller's span: the caller's trace, the caller's sampling.
+  if (RequestTracer* tracer = GetRequestTracer(); tracer != nullptr && outer.span != nullptr) {
+    request->span = tracer->Start(outer.span->ChildParent(), name, request->times.received);
+    if (request->span != nullptr) {
+      request->span->SetAttribute("manypy.request.id", request->id);
+      request->span->SetAttribute("manypy.caller", chain.back());
+    }
+  }
   // The caller's remaining time, or less.
   Clock::time_point deadline = (*caller)->deadline;
   if (const Value* t = Field(r, "timeout"); t != nullptr && !t->is_none()) {
@@ -285,7 +295,70 @@ StatusOr<Value> PythonServices::Request(size_t interpreter, const Value&) const 
       {Value("model"), Value(m.name)},
       {Value("version"), Value(m.version)},
       {Value("calls"), Value(Join(CallChain(*caller)))},
+      {Value("trace_id"), first.span != nullptr ? Value(first.span->TraceId()) : Value()},
   });
+}
+
+namespace {
+
+// A model's attribute value as OpenTelemetry takes it (else its repr).
+TraceValue TraceValueOf(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kBool: return v.to_bool();
+    case Value::Kind::kInt: return v.to_int();
+    case Value::Kind::kFloat: return v.to_double();
+    case Value::Kind::kStr: return v.to_str();
+    default: return v.DebugString();
+  }
+}
+
+TraceAttributes TraceAttributesOf(const Value* fields) {
+  TraceAttributes attributes;
+  if (fields == nullptr || fields->kind() != Value::Kind::kDict) return attributes;
+  for (const auto& [key, value] : fields->dict_items()) {
+    if (key.kind() == Value::Kind::kStr) attributes.emplace_back(key.to_str(), TraceValueOf(value));
+  }
+  return attributes;
+}
+
+}  // namespace
+
+StatusOr<Value> PythonServices::Trace(size_t interpreter, const Value& r) const {
+  // Outside a request (import, load, warm-up) there is no span: nothing to
+  // record, and a model's tracing never fails its load.
+  auto caller = Caller(interpreter, "manypy.trace");
+  if (!caller.ok()) return Value(false);
+  // The batch's first request is the one manypy.request names and whose
+  // span a nested call joins: a model's own spans go there too.
+  const std::shared_ptr<RequestSpan>& span = (*caller)->requests->front()->span;
+  if (span == nullptr || !span->recording()) return Value(false);
+  const std::string op = StringField(r, "op");
+  if (op == "attribute") {
+    const Value* value = Field(r, "value");
+    const std::string key = StringField(r, "key");
+    if (key.empty() || value == nullptr) return InvalidArgument("manypy.trace.set_attribute needs a key and a value");
+    for (const auto& req : *(*caller)->requests) {
+      if (req->span != nullptr) req->span->SetAttribute(key, TraceValueOf(*value));
+    }
+    return Value(true);
+  }
+  if (op == "span") {
+    const Value* start = Field(r, "start_ns");
+    const Value* end = Field(r, "end_ns");
+    const std::string name = StringField(r, "name");
+    if (name.empty() || start == nullptr || end == nullptr || start->kind() != Value::Kind::kInt ||
+        end->kind() != Value::Kind::kInt) {
+      return InvalidArgument("manypy.trace.span needs a name and its start and end (monotonic ns)");
+    }
+    // time.monotonic_ns() and steady_clock both read CLOCK_MONOTONIC.
+    auto at = [](int64_t ns) {
+      return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
+    };
+    span->AddChild(name, at(start->to_int()), at(end->to_int()), TraceAttributesOf(Field(r, "attributes")),
+                   StringField(r, "error"));
+    return Value(true);
+  }
+  return InvalidArgument("manypy.trace: unknown operation '" + op + "'");
 }
 
 StatusOr<Value> PythonServices::LogLine(size_t, const Value& r) const {

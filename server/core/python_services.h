@@ -20,7 +20,9 @@ namespace manypy {
 ///     remaining deadline and its clients' leaving passed on;
 ///   manypy.request: the running request's id, parameters, seconds left and
 ///     whether every client has left;
-///   manypy.log: lines in the server's log, in its format.
+///   manypy.log: lines in the server's log, in its format;
+///   manypy.trace: the model's own spans and attributes on the running
+///     request's trace span (when tracing is on and the request is sampled).
 /// Registers those host services (interpreters/host_services.h) while it lives.
 class PythonServices {
  public:
@@ -55,6 +57,8 @@ class PythonServices {
   StatusOr<Value> Finish(size_t interpreter, const std::shared_ptr<NestedCall>& call);
   StatusOr<Value> Request(size_t interpreter, const Value& request) const;
   StatusOr<Value> LogLine(size_t interpreter, const Value& request) const;
+  /// manypy.trace: a span or an attribute on the running request's span.
+  StatusOr<Value> Trace(size_t interpreter, const Value& request) const;
 
   ModelManager* const models_;
   Dispatcher* const dispatcher_;

@@ -1,5 +1,7 @@
 #include "server/core/wire_infer.h"
 
+#include <atomic>
+
 #include "server/core/client_shared_memory.h"
 #include "server/inference/cache_key.h"
 #include "server/inference/empty_batch.h"
@@ -35,8 +37,9 @@ Status StreamTo(const Manifest* m, const inference::ModelInferRequest* wire,
   }
   stream->streams = true;
   request->stream = [m, wire, stream, deadline = request->client_deadline,
-                     client_left = request->cancelled](std::vector<Value>& outputs,
-                                                       std::chrono::microseconds stall_limit) {
+                     client_left = request->cancelled, span = request->span,
+                     sent = int64_t{0}](std::vector<Value>& outputs,
+                                        std::chrono::microseconds stall_limit) mutable {
     Status room = stream->window->Acquire(m->name, stall_limit, deadline, client_left);
     if (!room.ok()) return room;
     inference::ModelInferResponse response;
@@ -46,7 +49,16 @@ Status StreamTo(const Manifest* m, const inference::ModelInferRequest* wire,
       stream->window->Release();
       return encoded;
     }
-    return stream->send(std::move(response));
+    const int64_t bytes = span != nullptr && span->recording()
+                              ? static_cast<int64_t>(response.ByteSizeLong()) : 0;
+    Status sent_status = stream->send(std::move(response));
+    // Each response an event on the request's span: its index and size.
+    if (bytes > 0 && sent_status.ok()) {
+      span->AddEvent("manypy.response", {{"manypy.response.index", sent},
+                                         {"manypy.response.bytes", bytes}});
+    }
+    ++sent;
+    return sent_status;
   };
   return Status::Ok();
 }
@@ -94,6 +106,10 @@ struct WireCall {
   WireCallOptions options;
   RequestPtr request;
   int attempt = 0;
+  /// While models->Acquire runs on this thread: a lookup answered after it
+  /// returned waited for an on-demand load (for the request's trace).
+  std::atomic<bool> in_lookup{false};
+  Clock::time_point lookup_started;
 };
 
 void Lookup(std::shared_ptr<WireCall> call);
@@ -110,6 +126,15 @@ void Route(const std::shared_ptr<WireCall>& call, StatusOr<std::shared_ptr<Model
   }
   std::shared_ptr<Model> model = std::move(*found);
   InferenceRequest* request = call->request.get();
+  if (request->span != nullptr && request->span->recording()) {
+    if (!call->in_lookup) {
+      request->span->AddChild("manypy.load_wait", call->lookup_started, Clock::now(),
+                              {{"manypy.model.name", model->manifest().name},
+                               {"manypy.model.version", model->manifest().version}},
+                              "");
+    }
+    request->span->SetAttribute("manypy.request.bytes", static_cast<int64_t>(wire->ByteSizeLong()));
+  }
   // Regions only for a call whose connection the policy allows.
   const SharedMemoryRegions* regions = nullptr;
   Status status;
@@ -125,10 +150,14 @@ void Route(const std::shared_ptr<WireCall>& call, StatusOr<std::shared_ptr<Model
   const Manifest* m = &model->manifest();  // the model outlives its requests
   if (status.ok() && m->streaming) status = StreamTo(m, wire, call->options.stream, request);
   if (!m->streaming) {
-    request->encode = [m, wire, response = call->response,
-                       regions = &request->output_regions](std::vector<Value>& outputs) {
+    request->encode = [m, wire, response = call->response, regions = &request->output_regions,
+                       span = request->span.get()](std::vector<Value>& outputs) {
       FillResponseHeader(*m, *wire, response);
-      return EncodeOutputs(outputs, *m, *wire, regions, response);
+      Status encoded = EncodeOutputs(outputs, *m, *wire, regions, response);
+      if (span != nullptr && span->recording() && encoded.ok()) {
+        span->SetAttribute("manypy.response.bytes", static_cast<int64_t>(response->ByteSizeLong()));
+      }
+      return encoded;
     };
   }
   if (!status.ok()) {
@@ -156,9 +185,12 @@ void Route(const std::shared_ptr<WireCall>& call, StatusOr<std::shared_ptr<Model
 void Lookup(std::shared_ptr<WireCall> call) {
   ModelManager* models = call->models;
   const inference::ModelInferRequest* wire = call->wire;
+  call->in_lookup = true;
+  call->lookup_started = Clock::now();
   models->Acquire(wire->model_name(), wire->model_version(), call->options.deadline,
                   call->request->cancelled,
                   [call](StatusOr<std::shared_ptr<Model>> found) { Route(call, std::move(found)); });
+  call->in_lookup = false;
 }
 
 }  // namespace
@@ -176,6 +208,12 @@ void InferWire(ModelManager* models, const ClientSharedMemory* shm,
   call->request->times.received = Clock::now();
   call->request->reply = std::move(reply);
   call->request->cancelled = std::move(options.cancelled);
+  if (RequestTracer* tracer = GetRequestTracer()) {
+    call->request->span = tracer->Start(options.trace, wire->model_name(), call->request->times.received);
+    if (call->request->span != nullptr) {
+      call->request->span->SetAttribute("manypy.request.id", wire->id());
+    }
+  }
   call->options = std::move(options);
   Lookup(std::move(call));
 }

@@ -8,6 +8,7 @@
 
 #include "proto/grpc_service.pb.h"
 #include "server/core/stream_window.h"
+#include "server/inference/request_trace.h"
 #include "server/lifecycle/model_manager.h"
 
 namespace manypy {
@@ -44,6 +45,9 @@ struct WireCallOptions {
   /// streaming model refuses it, naming the calls that stream.
   std::shared_ptr<WireStream> stream;
   WireConnection connection;
+  /// The client's trace context and the protocol's span attributes (read
+  /// only when tracing is on: server/inference/request_trace.h).
+  TraceParent trace;
 };
 
 /// Prepares `wire` for its model and hands it to the model's scheduler.

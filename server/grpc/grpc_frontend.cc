@@ -122,6 +122,23 @@ GrpcFrontend::Reactor* GrpcFrontend::RepositoryModelUnload(
   return reactor;
 }
 
+// The client's W3C trace context (gRPC metadata) and the request span's
+// attributes, in OpenTelemetry's rpc.* conventions.
+static TraceParent TraceOf(const grpc::CallbackServerContext& ctx, bool streams) {
+  TraceParent trace;
+  const auto& metadata = ctx.client_metadata();
+  if (auto it = metadata.find("traceparent"); it != metadata.end()) {
+    trace.traceparent.assign(it->second.data(), it->second.size());
+    if (auto state = metadata.find("tracestate"); state != metadata.end()) {
+      trace.tracestate.assign(state->second.data(), state->second.size());
+    }
+  }
+  trace.attributes = {{"rpc.system", std::string("grpc")},
+                      {"rpc.service", std::string("inference.GRPCInferenceService")},
+                      {"rpc.method", std::string(streams ? "ModelStreamInfer" : "ModelInfer")}};
+  return trace;
+}
+
 void InferFromWire(InferenceServer* server, grpc::CallbackServerContext* ctx,
                    const inference::ModelInferRequest* wire, inference::ModelInferResponse* response,
                    std::function<void(const Status&)> reply, std::shared_ptr<WireStream> stream) {
@@ -130,6 +147,7 @@ void InferFromWire(InferenceServer* server, grpc::CallbackServerContext* ctx,
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
   options.stream = std::move(stream);
   options.connection = ConnectionOf(ctx);
+  if (GetRequestTracer() != nullptr) options.trace = TraceOf(*ctx, options.stream != nullptr);
   server->Infer(wire, response, std::move(options), std::move(reply));
 }
 

@@ -19,6 +19,19 @@ std::string ErrorJson(const Status& status) { return HttpRouter::Error(status).b
 
 HttpResponse Error(const Status& status) { return HttpRouter::Error(status); }
 
+// The client's trace context and the request span's HTTP attributes
+// (OpenTelemetry's http.* / url.* conventions), when tracing is on.
+TraceParent TraceOf(const HttpRequest& r, const char* route) {
+  if (GetRequestTracer() == nullptr) return {};
+  TraceParent trace{r.traceparent, r.tracestate, {}};
+  const std::string path = r.target.substr(0, r.target.find('?'));
+  trace.attributes = {{"http.request.method", r.method},
+                      {"url.path", path},
+                      {"http.route", std::string(route)},
+                      {"url.scheme", std::string(r.connection.tls ? "https" : "http")}};
+  return trace;
+}
+
 void Generate(InferenceServer& server, HttpRequest r, const std::string& model,
               const std::string& version, bool stream, std::function<void(HttpResponse)> respond) {
   // The model's inputs type the request's fields.
@@ -40,6 +53,8 @@ void Generate(InferenceServer& server, HttpRequest r, const std::string& model,
   if (timeout_us > 0) options.deadline = Clock::now() + std::chrono::microseconds(timeout_us);
   options.cancelled = std::move(r.cancelled);
   options.stream = std::make_shared<WireStream>();
+  options.trace = TraceOf(r, stream ? "/v2/models/{name}[/versions/{version}]/generate_stream"
+                                    : "/v2/models/{name}[/versions/{version}]/generate");
   // /generate keeps one response: it needs room for no more.
   if (!stream) options.stream->window = std::make_shared<StreamWindow>(1);
   auto response = std::make_shared<inference::ModelInferResponse>();
@@ -132,6 +147,7 @@ void InferRoute(InferenceServer& server, HttpRequest r, const PathParams& path,
   }
   options.cancelled = std::move(r.cancelled);
   options.connection = r.connection;
+  options.trace = TraceOf(r, "/v2/models/{name}[/versions/{version}]/infer");
   server.Infer(&request->wire, response.get(), std::move(options),
                // On a dispatcher worker (as gRPC's reply is): encoding is CPU work on
                // bytes in memory; `respond` posts the write to the connection's strand,

@@ -21,6 +21,8 @@ struct HttpRequest {
   std::string body;
   std::optional<size_t> inference_header_length;  ///< Inference-Header-Content-Length
   std::string authorization;                      ///< the Authorization header; empty if none
+  std::string traceparent;                        ///< W3C trace context headers; empty if none
+  std::string tracestate;
   std::function<bool()> cancelled;                ///< optional: the client closed the connection
   WireConnection connection;                      ///< the peer is local; TLS
 };

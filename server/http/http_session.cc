@@ -102,6 +102,12 @@ void BasicHttpSession<Stream>::OnRead(beast::error_code ec, size_t) {
   if (auto auth = req.find(http::field::authorization); auth != req.end()) {
     request.authorization = std::string(auth->value());  // checked by the router; never logged
   }
+  if (auto parent = req.find("traceparent"); parent != req.end()) {
+    request.traceparent = std::string(parent->value());
+    if (auto state = req.find("tracestate"); state != req.end()) {
+      request.tracestate = std::string(state->value());
+    }
+  }
   request.body = std::move(req.body());
   request.connection.tls = kTls<Stream>;
   beast::error_code peer_error;

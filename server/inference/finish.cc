@@ -133,6 +133,7 @@ void Finish(const FinishTarget& target, InferenceRequest& request, Status status
   if (InferenceObserver* observer = GetInferenceObserver()) {
     observer->OnRequestFinished(target.name, target.version, request.id, status, t, batch_rows);
   }
+  if (request.span != nullptr) request.span->End(target.name, target.version, status, t, batch_rows);
   MaybeLogAccess(target.name, target.version, request, status, batch_rows);
   request.reply(status);
 }

@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "interpreters/value.h"
+#include "server/inference/request_trace.h"
 #include "server/inference/shared_memory_regions.h"
 #include "server/inference/shared_memory_views.h"
 
@@ -87,6 +88,9 @@ struct InferenceRequest {
   /// model version counts it in flight (lifecycle/model_leases.h). Null unless
   /// the server keeps a memory budget.
   std::shared_ptr<void> lease;
+  /// Its span in a distributed trace (request_trace.h); null when tracing is
+  /// off. Ended by Finish.
+  std::shared_ptr<RequestSpan> span;
 };
 
 }  // namespace manypy

@@ -30,9 +30,18 @@ per inference <= 1.3x the pool's CPU per call.
 
     /usr/bin/python3 tests/bench/bench_overhead.py --build build \\
         --repository build/model-repository --out bench-results/overhead.json
+
+--tracing-ratios 1.0,0.01 (a server built with OpenTelemetry: Debian 13) adds
+a server per ratio with --tracing at that sample ratio, exporting to an
+OTLP/HTTP receiver in this process that takes every batch unread (so the
+export is real, and its cost the server's), measured in the same alternated
+rounds; each one's CPU per inference over the untraced server's, per round,
+judged against TRACING_CPU_TARGET at the smallest ratio.
 """
 import argparse
+import http.server
 import json
+import threading
 import os
 import resource
 import statistics
@@ -48,6 +57,27 @@ from paired_rounds import bootstrap_interval, verdict  # noqa: E402
 
 THROUGHPUT_TARGET = 0.7  # server inferences/s over pool calls/s, at least
 CPU_TARGET = 1.3         # server CPU per inference over pool CPU per call, at most
+TRACING_CPU_TARGET = 1.10  # traced (smallest ratio) over untraced server CPU per inference, at most
+
+
+def start_receiver():
+    """An OTLP/HTTP traces receiver on 127.0.0.1 that takes each batch unread
+    (200, empty ExportTraceServiceResponse); its URL and a stop function."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}/v1/traces", server.shutdown
 
 
 class Pool:
@@ -119,6 +149,9 @@ def main():
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--seconds", type=float, default=3.0, help="per side per round")
+    p.add_argument("--tracing-ratios", default="",
+                   help="comma-separated sample ratios: a traced server for each, against the "
+                        "untraced one (needs a server built with OpenTelemetry)")
     p.add_argument("--quick", action="store_true",
                    help="2 rounds of 0.5 s a side, judged but never failed on a miss: keeps the "
                         "benchmark working (ctest bench_overhead_quick)")
@@ -137,23 +170,47 @@ def main():
     server, ports = start_manypy(os.path.join(binaries, "manypy-server"), a.repository,
                                  [a.model], a.interpreters,
                                  [f"--model-config={a.model}:dynamic_batching=false"])
+    ratios = [float(x) for x in a.tracing_ratios.split(",") if x.strip()]
+    traced = {}  # ratio -> (process, ports)
+    stop_receiver = None
+    if ratios:
+        receiver, stop_receiver = start_receiver()
+        for ratio in ratios:
+            traced[ratio] = start_manypy(
+                os.path.join(binaries, "manypy-server"), a.repository, [a.model], a.interpreters,
+                [f"--model-config={a.model}:dynamic_batching=false", "--tracing",
+                 f"--trace-endpoint={receiver}", f"--trace-sample-ratio={ratio}"])
     pool = Pool(os.path.join(binaries, "manypy-bench-overhead-pool"), archive, a.interpreters)
+    perf = os.path.join(binaries, "manypy-perf")
     rounds = []
     try:
-        # Warm both (connections, caches) before anything is measured.
-        server_window(os.path.join(binaries, "manypy-perf"), ports["grpc"], server.pid, a.model,
-                      a.concurrency, 1.0)
+        # Warm all (connections, caches) before anything is measured.
+        server_window(perf, ports["grpc"], server.pid, a.model, a.concurrency, 1.0)
+        for ratio, (proc, traced_ports) in traced.items():
+            server_window(perf, traced_ports["grpc"], proc.pid, a.model, a.concurrency, 1.0)
         pool.window(1.0)
         for r in range(a.rounds):
-            sides = ["pool", "server"] if r % 2 == 0 else ["server", "pool"]
+            sides = ["pool", "server"] + [f"traced {ratio}" for ratio in ratios]
+            # Each round in another order (rotated): pool and server
+            # alternate as before; with traced servers each side takes each
+            # place in turn.
+            sides = sides[r % len(sides):] + sides[:r % len(sides)]
             measured = {}
             for side in sides:
                 if side == "pool":
                     measured["pool"] = pool.window(a.seconds)
-                else:
-                    measured["server"] = server_window(os.path.join(binaries, "manypy-perf"),
-                                                       ports["grpc"], server.pid, a.model,
+                elif side == "server":
+                    measured["server"] = server_window(perf, ports["grpc"], server.pid, a.model,
                                                        a.concurrency, a.seconds)
+                else:
+                    ratio = float(side.split()[1])
+                    proc, traced_ports = traced[ratio]
+                    measured[side] = server_window(perf, traced_ports["grpc"], proc.pid, a.model,
+                                                   a.concurrency, a.seconds)
+            for ratio in ratios:
+                t = measured[f"traced {ratio}"]
+                t["cpu_vs_untraced"] = t["cpu_us"] / measured["server"]["cpu_us"]
+                t["throughput_vs_untraced"] = t["per_s"] / measured["server"]["per_s"]
             measured["throughput_ratio"] = measured["server"]["per_s"] / measured["pool"]["per_s"]
             measured["cpu_ratio"] = measured["server"]["cpu_us"] / measured["pool"]["cpu_us"]
             # The cores are shared with the load generator: at best (a server
@@ -171,8 +228,11 @@ def main():
                   file=sys.stderr)
     finally:
         pool.close()
-        server.terminate()
-        server.wait()
+        for proc in [server] + [proc for proc, _ in traced.values()]:
+            proc.terminate()
+            proc.wait()
+        if stop_receiver is not None:
+            stop_receiver()
 
     def summary(side, key):
         values = [r[side][key] if side else r[key] for r in rounds]
@@ -194,6 +254,17 @@ def main():
         "throughput": verdict([r["throughput_ratio"] for r in rounds], THROUGHPUT_TARGET, True),
         "cpu_per_inference": verdict([r["cpu_ratio"] for r in rounds], CPU_TARGET, False),
     }
+    if ratios:
+        result["tracing"] = {}
+        for ratio in ratios:
+            side = f"traced {ratio}"
+            result["tracing"][str(ratio)] = {
+                "server_cpu_us_per_infer": summary(side, "cpu_us"),
+                "server_infer_per_s": summary(side, "per_s"),
+                "throughput_vs_untraced": summary(side, "throughput_vs_untraced"),
+                "cpu_vs_untraced": verdict([r[side]["cpu_vs_untraced"] for r in rounds],
+                                           TRACING_CPU_TARGET, False),
+            }
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(result, f, indent=1)
@@ -209,8 +280,17 @@ def main():
         print(f"beside this load generator ({result['client_cpu_us_per_request']['median']:.0f} us "
               f"of CPU per request), {what} would reach {v['median']:.2f}x "
               f"[{v['interval'][0]:.2f}, {v['interval'][1]:.2f}] of the pool's throughput")
+    for ratio in ratios:
+        t = result["tracing"][str(ratio)]
+        v, tp = t["cpu_vs_untraced"], t["throughput_vs_untraced"]
+        print(f"tracing at ratio {ratio}: CPU per inference {v['median']:.3f}x the untraced "
+              f"server's [{v['interval'][0]:.3f}, {v['interval'][1]:.3f}]"
+              f"{': ' + v['verdict'] + f' (target <= {TRACING_CPU_TARGET}x at the smallest ratio)' if ratio == min(ratios) else ''}; "
+              f"throughput {tp['median']:.3f}x [{tp['interval'][0]:.3f}, {tp['interval'][1]:.3f}]")
     print(f"wrote {a.out}")
     missed = "misses" in (result["throughput"]["verdict"], result["cpu_per_inference"]["verdict"])
+    if ratios:
+        missed = missed or result["tracing"][str(min(ratios))]["cpu_vs_untraced"]["verdict"] == "misses"
     return 1 if missed and not a.quick else 0
 
 

@@ -233,6 +233,23 @@ class AdapterRules(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
 
+class CollectorConfig(unittest.TestCase):
+    """deploy/opentelemetry/collector.yaml: a traces pipeline whose OTLP/HTTP
+    receiver listens where manypy-server exports by default (:4318)."""
+
+    def test_traces_pipeline_takes_otlp_http_on_the_servers_default_port(self):
+        config = d.load_yaml(os.path.join(d.DEPLOY, "opentelemetry", "collector.yaml"))[0]
+        http = config["receivers"]["otlp"]["protocols"]["http"]["endpoint"]
+        self.assertTrue(http.endswith(":4318"), http)
+        pipeline = config["service"]["pipelines"]["traces"]
+        self.assertEqual(pipeline["receivers"], ["otlp"])
+        for kind in ("processors", "exporters"):
+            for name in pipeline[kind]:
+                self.assertIn(name, config[kind], f"{kind}: {name} is used but not defined")
+        with open(os.path.join(d.SOURCE, "server", "server_options.cc")) as f:
+            self.assertIn("http://localhost:4318/v1/traces", f.read())
+
+
 class Yamllint(unittest.TestCase):
     def test_deploy_is_yamllint_clean(self):
         r = subprocess.run([os.environ.get("YAMLLINT", "yamllint"), "--strict", "-c",

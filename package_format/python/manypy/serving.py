@@ -5,14 +5,15 @@ Inside the server, a model's `import manypy` gets the server's own module
 server's log). Here, where a model is packaged or tried eagerly, the same
 names exist so that its code imports and runs: there is no other model to
 call (infer and submit raise InferenceError UNAVAILABLE saying so), no
-request (request.parameters is {}, seconds_left None, client_left False),
+request (request.parameters is {}, seconds_left None, client_left False,
+trace_id None; trace.span and trace.set_attribute record nothing),
 log lines go to Python's logging ("manypy.model"), and metrics keep their
 values here (`value()` reads them back, for a model's own tests) after the
 same checks the server makes.
 """
 import logging
 
-__all__ = ["InferenceError", "Future", "infer", "submit", "request", "log", "metrics"]
+__all__ = ["InferenceError", "Future", "infer", "submit", "request", "log", "metrics", "trace"]
 
 _logger = logging.getLogger("manypy.model")
 
@@ -55,9 +56,36 @@ class _Request:
     client_left = False
     state = None  # no sequence outside the server: each call stands alone
     sequence_id = None
+    trace_id = None  # no trace outside the server
 
 
 request = _Request()
+
+
+class _Span:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        return False
+
+    def set_attribute(self, key, value):
+        pass
+
+
+class _Trace:
+    """Outside the server nothing is traced: spans and attributes go nowhere."""
+
+    @staticmethod
+    def span(name, **attributes):
+        return _Span()
+
+    @staticmethod
+    def set_attribute(key, value):
+        pass
+
+
+trace = _Trace()
 
 
 class _Log:

@@ -1,4 +1,4 @@
-"""manypy.infer / submit / request / log / metrics outside the server
+"""manypy.infer / submit / request / log / metrics / trace outside the server
 (manypy/serving.py): a model that uses them imports and runs, with the
 server's checks."""
 import logging
@@ -29,6 +29,15 @@ class StandInTest(unittest.TestCase):
         with self.assertLogs("manypy.model", logging.INFO) as logs:
             manypy.log.info("hello", answer=42)
         self.assertEqual(logs.records[0].getMessage(), "hello answer=42")
+
+    def test_trace_records_nothing_and_lets_exceptions_through(self):
+        self.assertIsNone(manypy.request.trace_id)
+        with manypy.trace.span("step", rows=2) as span:
+            span.set_attribute("more", 1)
+        manypy.trace.set_attribute("key", "value")
+        with self.assertRaises(ValueError):
+            with manypy.trace.span("fails"):
+                raise ValueError("goes on")
 
     def test_metrics_keep_their_values_and_are_checked_as_the_servers(self):
         calls = manypy.metrics.counter("stand_in_calls_total", "calls", labels=["mode"])
