@@ -53,6 +53,12 @@ struct ServerOptions {
   int grpc_max_concurrent_streams = 1024;         ///< per HTTP/2 connection; more wait
   /// Queue, execution-limit and warm-up defaults and per-model overrides.
   ServingDefaults serving;
+  /// Run as a small parent that holds the listening sockets and restarts the
+  /// serving process when it dies of a signal (server/supervisor/).
+  bool supervisor = true;
+  /// Where crashes are recorded and models quarantined (docs/operations.md, "Crashes").
+  std::string crash_state_dir = "/tmp/manypy-crash-state";
+  bool clear_quarantine = false;  ///< forget every crash and quarantine at start
 };
 
 /// The --help text.

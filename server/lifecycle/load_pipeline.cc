@@ -1,5 +1,7 @@
 #include "server/lifecycle/load_pipeline.h"
 
+#include "server/lifecycle/quarantine.h"
+
 #include <algorithm>
 #include <thread>
 
@@ -76,7 +78,10 @@ Status LoadPipeline::Load(const std::string& name) {
     const Clock::time_point start = Clock::now();
     const int64_t estimate = context_.budget->EstimateBytes(*entry);
     StatusOr<std::shared_ptr<Model>> loaded = Internal("not loaded");
-    Status room = context_.budget->MakeRoom(name, estimate, *executor_.evictions);
+    // A quarantined model is refused before anything is evicted for it.
+    Status room = context_.quarantine != nullptr ? context_.quarantine->Admit(name, entry->version)
+                                                 : Status::Ok();
+    if (room.ok()) room = context_.budget->MakeRoom(name, estimate, *executor_.evictions);
     loaded = room.ok() ? LoadVersion(*entry) : room;
     if (!loaded.ok()) {
       result = loaded.status();
