@@ -224,11 +224,16 @@ Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervi
 
   auto quarantine = Quarantine::Open({options.crash_state_dir, options.clear_quarantine},
                                      static_cast<int64_t>(time(nullptr)));
-  if (!quarantine.ok()) return CannotStart(quarantine.status().message());
-  p.quarantine = std::move(*quarantine);
-  if (options.clear_quarantine) Log(LogLevel::kInfo, "crashes: every quarantine lifted (--clear-quarantine)");
-  for (const auto& [name, reason] : p.quarantine->Reasons()) {
-    Log(LogLevel::kWarning, "model " + name + " " + reason);
+  if (quarantine.ok()) {
+    p.quarantine = std::move(*quarantine);
+    if (options.clear_quarantine) Log(LogLevel::kInfo, "crashes: every quarantine lifted (--clear-quarantine)");
+    for (const auto& [name, reason] : p.quarantine->Reasons()) {
+      Log(LogLevel::kWarning, "model " + name + " " + reason);
+    }
+  } else {
+    // Not a reason to stay down: crashes are still reported and restarted.
+    Log(LogLevel::kWarning, quarantine.status().message() +
+                                ": crashes are reported but not recorded, and no model is quarantined");
   }
   auto models = ModelManager::Open(p.pool.get(), p.dispatcher.get(),
                                    ModelOptionsFor(options, p.response_cache.get(),

@@ -36,6 +36,10 @@ StatusOr<std::unique_ptr<Quarantine>> Quarantine::Open(const Options& options, i
     return Internal("--crash-state-dir " + options.state_dir +
                     ": cannot create it: " + (ec ? ec.message() : strerror(errno)));
   }
+  if (access(options.state_dir.c_str(), R_OK | W_OK | X_OK) != 0) {
+    return Internal("--crash-state-dir " + options.state_dir + ": " + strerror(errno) +
+                    " (another user's folder?)");
+  }
   std::vector<CrashRecord> crashes;
   std::ifstream in(options.state_dir + "/" + kCrashesFileName);
   for (std::string line; !options.clear && std::getline(in, line);) {

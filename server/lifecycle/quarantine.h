@@ -27,9 +27,9 @@ class Quarantine {
     std::chrono::seconds window{600};  ///< ... within this long quarantine it
   };
 
-  /// Reads the crash lines (creating the folder), drops those that quarantine
-  /// nothing and are older than the window, and rewrites the file. INTERNAL
-  /// naming the folder when it cannot be made or written.
+  /// Reads the crash lines (creating the folder, owner-only), drops those
+  /// that quarantine nothing and are older than the window, and rewrites the
+  /// file. INTERNAL naming the folder when it cannot be made, read or written.
   static StatusOr<std::unique_ptr<Quarantine>> Open(const Options& options, int64_t now_seconds);
 
   /// OK, or FAILED_PRECONDITION saying why `name` `version` must not load
