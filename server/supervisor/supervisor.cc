@@ -150,8 +150,16 @@ int RunSupervisor(char** argv, const ServerOptions& options) {
         Log(LogLevel::kWarning, "supervisor: SIGHUP ignored (a zero-downtime restart is not "
                                 "supported yet; SIGTERM stops the server)");
       }
-      // SIGCHLD (or any signal): has the child exited?
-      exited = waitpid(child, &status, WNOHANG) == child;
+      // SIGCHLD (or any signal): has the child exited? Any other process is
+      // reaped too: as a container's PID 1 the supervisor inherits orphans
+      // (a model's subprocesses), which would otherwise stay zombies.
+      int any_status = 0;
+      for (pid_t gone; (gone = waitpid(-1, &any_status, WNOHANG)) > 0;) {
+        if (gone == child) {
+          exited = true;
+          status = any_status;
+        }
+      }
     }
     close(ready[0]);
     const double lived = SecondsSince(started);
