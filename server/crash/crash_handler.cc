@@ -44,7 +44,9 @@ struct CallCopy {
 };
 // Static, not on the stack: the handler may run on a small alternate stack
 // (faulthandler's), and runs once (g_crashing).
-CallCopy g_calls[kMaxRunningCallSlots];
+// One more entry than the slots: the load blamed when no call is (kLoadEntry).
+constexpr size_t kLoadEntry = kMaxRunningCallSlots;
+CallCopy g_calls[kMaxRunningCallSlots + 1];
 bool g_running[kMaxRunningCallSlots];
 
 /// Appends to a fixed buffer and writes it to stderr when full or flushed.
@@ -146,8 +148,33 @@ bool ReadCall(const RunningCall& e, CallCopy* copy) {
   return e.generation.load(std::memory_order_relaxed) == before;
 }
 
-// "model NAME version V, request "ID"" (text) or its JSON fields.
+/// A consistent copy of a load in progress into `copy`, or false.
+bool ReadLoad(const LoadingModel& e, CallCopy* copy) {
+  uint32_t before = e.generation.load(std::memory_order_acquire);
+  if (before % 2 != 0 || !e.claimed.load(std::memory_order_acquire)) return false;
+  copy->busy = true;
+  copy->version = e.version;
+  copy->requests = 0;
+  memcpy(copy->model, e.model, sizeof(copy->model));
+  copy->model[sizeof(copy->model) - 1] = '\0';
+  copy->request_id[0] = '\0';
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return e.generation.load(std::memory_order_relaxed) == before;
+}
+
+// "interpreter N running model NAME version V, request "ID"" (text) or its
+// JSON fields; for kLoadEntry, the load of that model.
 void DescribeCall(Out& out, size_t slot, const CallCopy& c) {
+  if (slot == kLoadEntry) {
+    if (g_json) {
+      out.Text("\"loading\": true, \"model\": \""); out.Escaped(c.model);
+      out.Text("\", \"version\": "); out.Int(c.version);
+    } else {
+      out.Text("the load of model "); out.Text(c.model);
+      out.Text(" version "); out.Int(c.version);
+    }
+    return;
+  }
   if (g_json) {
     out.Text("\"interpreter\": "); out.Int(static_cast<int64_t>(slot));
     out.Text(", \"model\": \""); out.Escaped(c.model);
@@ -192,6 +219,21 @@ void Report(int signal) {
   }
   const int current = CurrentRunningCallSlot();
   int blamed = current >= 0 && running[current] ? current : (busy == 1 ? static_cast<int>(only) : -1);
+  bool on_this_thread = blamed >= 0 && blamed == current;
+  if (blamed < 0) {
+    // No call: a load (unpickling, warm-up), this thread's or the only one.
+    size_t loads = 0, only_load = 0;
+    for (size_t i = 0; i < kMaxLoadingModels; ++i) {
+      if (LoadingModelAt(i)->claimed.load(std::memory_order_acquire)) ++loads, only_load = i;
+    }
+    const int load = CurrentLoadingModel() >= 0 ? CurrentLoadingModel()
+                     : loads == 1 && busy == 0  ? static_cast<int>(only_load)
+                                                : -1;
+    if (load >= 0 && ReadLoad(*LoadingModelAt(static_cast<size_t>(load)), &calls[kLoadEntry])) {
+      blamed = static_cast<int>(kLoadEntry);
+      on_this_thread = load == CurrentLoadingModel();
+    }
+  }
   if (blamed >= 0) RecordCrash(now, signal, calls[blamed]);
 
   Out out;
@@ -206,7 +248,7 @@ void Report(int signal) {
     out.Text("\", \"signal\": \""); out.Text(SignalName(signal));
     out.Text("\", \"pid\": "); out.Int(getpid());
     out.Text(", \"crashed_thread_call\": ");
-    if (blamed >= 0 && blamed == current) {
+    if (on_this_thread) {
       out.Char('{'); DescribeCall(out, static_cast<size_t>(blamed), calls[blamed]); out.Char('}');
     } else {
       out.Text("null");
@@ -230,7 +272,7 @@ void Report(int signal) {
     out.Text("manypy-server: CRASH ");
     out.Text(SignalName(signal)); out.Text(" in process "); out.Int(getpid());
     if (blamed >= 0) {
-      out.Text(blamed == current ? ", on the thread of " : ", while only ");
+      out.Text(on_this_thread ? ", on the thread of " : ", while only ");
       DescribeCall(out, static_cast<size_t>(blamed), calls[blamed]);
     } else {
       out.Text(", outside any model call");

@@ -8,6 +8,8 @@ namespace {
 RunningCall g_calls[kMaxRunningCallSlots];
 // initial-exec: the crash handler reads it, and a dynamic TLS access may allocate.
 __thread int g_current_slot __attribute__((tls_model("initial-exec"))) = -1;
+LoadingModel g_loads[kMaxLoadingModels];
+__thread int g_current_load __attribute__((tls_model("initial-exec"))) = -1;
 
 void CopyBounded(char* to, size_t capacity, const char* from, size_t length) {
   if (length >= capacity) length = capacity - 1;
@@ -55,6 +57,34 @@ ScopedRunningCall::~ScopedRunningCall() {
   Write(entry_, was_busy_, was_version_, was_requests_, was_model_, strlen(was_model_),
         was_request_id_, strlen(was_request_id_));
   g_current_slot = previous_slot_;
+}
+
+LoadingModel* LoadingModelAt(size_t index) {
+  return index < kMaxLoadingModels ? &g_loads[index] : nullptr;
+}
+
+int CurrentLoadingModel() { return g_current_load; }
+
+ScopedLoadingModel::ScopedLoadingModel(const std::string& model, int64_t version)
+    : previous_(g_current_load) {
+  for (size_t i = 0; i < kMaxLoadingModels; ++i) {
+    bool free = false;
+    if (!g_loads[i].claimed.compare_exchange_strong(free, true)) continue;
+    LoadingModel& e = g_loads[i];
+    e.generation.fetch_add(1, std::memory_order_acq_rel);
+    e.version = version;
+    CopyBounded(e.model, sizeof(e.model), model.data(), model.size());
+    e.generation.fetch_add(1, std::memory_order_release);
+    index_ = static_cast<int>(i);
+    g_current_load = index_;
+    return;
+  }
+}
+
+ScopedLoadingModel::~ScopedLoadingModel() {
+  if (index_ < 0) return;
+  g_loads[index_].claimed.store(false, std::memory_order_release);
+  g_current_load = previous_;
 }
 
 }  // namespace manypy

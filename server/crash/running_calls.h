@@ -52,4 +52,31 @@ class ScopedRunningCall {
   char was_request_id_[RunningCall::kIdBytes] = {};
 };
 
+/// A model version being loaded (its archive unpickled, its warm-up run):
+/// the load's thread and, when only one load runs, any thread's crash is
+/// blamed on it. At most kMaxLoadingModels at once are recorded.
+constexpr size_t kMaxLoadingModels = 16;
+struct LoadingModel {
+  std::atomic<bool> claimed{false};
+  std::atomic<uint32_t> generation{0};  ///< odd while written
+  int64_t version = 0;
+  char model[RunningCall::kNameBytes] = {};
+};
+LoadingModel* LoadingModelAt(size_t index);
+/// The entry of the load the calling thread runs; -1 when none.
+int CurrentLoadingModel();
+
+/// Records a load while it lives (nothing when the table is full).
+class ScopedLoadingModel {
+ public:
+  ScopedLoadingModel(const std::string& model, int64_t version);
+  ~ScopedLoadingModel();
+  ScopedLoadingModel(const ScopedLoadingModel&) = delete;
+  ScopedLoadingModel& operator=(const ScopedLoadingModel&) = delete;
+
+ private:
+  int index_ = -1;
+  int previous_;
+};
+
 }  // namespace manypy

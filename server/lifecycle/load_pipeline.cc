@@ -1,5 +1,6 @@
 #include "server/lifecycle/load_pipeline.h"
 
+#include "server/crash/running_calls.h"
 #include "server/lifecycle/quarantine.h"
 
 #include <algorithm>
@@ -110,6 +111,8 @@ Status LoadPipeline::Load(const std::string& name) {
 }
 
 StatusOr<std::shared_ptr<Model>> LoadPipeline::LoadVersion(const RepositoryEntry& entry) {
+  // A crash while it loads (unpickling, warm-up) is blamed on it (server/crash/).
+  ScopedLoadingModel loading(entry.name, entry.version);
   Clock::time_point start = Clock::now();
   Manifest m;
   auto loaded = context_.loader(entry.path, &m);

@@ -294,6 +294,25 @@ TEST_F(CrashTest, AbortIsOneJsonReport) {
   }
 }
 
+TEST_F(CrashTest, AModelCrashingAtLoadBacksOffThenIsQuarantined) {
+  fs::copy_file(fs::path(MANYPY_TEST_REPOSITORY) / "crashes/crashes_at_load.mpk",
+                dir_ / "repository" / "crashes_at_load.mpk");
+  Start();  // the third child: the first two die loading it
+  std::string log = Log();
+  EXPECT_TRUE(Contains(log, "CRASH SIGSEGV")) << log;
+  EXPECT_TRUE(Contains(log, "the load of model crashes_at_load version 1")) << log;
+  EXPECT_TRUE(Contains(log, "before it was ready; restart 1 for SIGSEGV in 0.50 s (it keeps dying "
+                            "at start)")) << log;
+  EXPECT_TRUE(Contains(log, "restart 2 for SIGSEGV in 1.00 s")) << log;
+  std::string index;
+  EXPECT_EQ(HttpStatus("POST", "/v2/repository/index", &index, "{}"), 200);
+  EXPECT_TRUE(Contains(index, "quarantined: crashed the server 2 times")) << index;
+  ModelInferResponse out;
+  grpc::Status s = Infer(FloatRequest("scaled", {1.5f}), &out);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(RestartsMetric("SIGSEGV"), 2);
+}
+
 TEST_F(CrashTest, KilledChildRestartsAndKilledParentTakesTheChild) {
   Start();
   const pid_t child = ChildOf(server_.pid());

@@ -3,6 +3,7 @@
 contain. Packaged by make_server_test_models.py into the test repository's
 crashes/ folder, away from the models other tests load."""
 import ctypes
+import sys
 
 import torch
 
@@ -32,4 +33,18 @@ class NativeAbort(torch.nn.Module):
     def forward(self, x):
         if float(x[0]) == 1:
             abort_in_libc()
+        return x * 2
+
+
+class CrashesAtLoad(torch.nn.Module):
+    """Exports and runs anywhere, but reads a null pointer while being
+    unpickled inside a manypy interpreter (where the host's `_manypy` module
+    exists): every start of the server crashes until it is quarantined."""
+
+    def __setstate__(self, state):
+        if "_manypy" in sys.modules:  # torch.package: look, don't import
+            read_null_pointer()
+        return super().__setstate__(state)
+
+    def forward(self, x):
         return x * 2
