@@ -182,6 +182,11 @@ ListeningSockets& ListeningSockets::operator=(ListeningSockets&& other) noexcept
 
 ListeningSockets::~ListeningSockets() { Close(); }
 
+void ListeningSockets::KeepFirstOnly() {
+  for (size_t i = 1; i < fds_.size(); ++i) close(fds_[i]);
+  if (fds_.size() > 1) fds_.resize(1);
+}
+
 void ListeningSockets::Close() {
   for (int fd : fds_) close(fd);
   fds_.clear();

@@ -36,6 +36,8 @@ class ListeningSockets {
   /// The bound port (the one picked when 0 was asked for).
   int port() const { return port_; }
 
+  /// Closes every socket but the first (for an endpoint that serves one).
+  void KeepFirstOnly();
   /// Closes every socket (clients connecting then are refused); idempotent.
   void Close();
 

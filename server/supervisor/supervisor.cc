@@ -68,11 +68,14 @@ int RunSupervisor(char** argv, const ServerOptions& options) {
   SupervisedChild handover;
   auto listen = [&](const std::string& what, const std::string& host, int port,
                     std::vector<int>* fds) {
-    auto sockets = ListeningSockets::Listen(host, port);
+    auto sockets = ListeningSockets::Listen(host, port, what);
     if (!sockets.ok()) {
-      Log(LogLevel::kError, what + ": " + sockets.status().message());
+      Log(LogLevel::kError, sockets.status().message());
       return false;
     }
+    // HTTP and metrics accept on one socket (the first address of a name):
+    // another one, never accepted on, would hold its clients forever.
+    if (what != "gRPC") sockets->KeepFirstOnly();
     *fds = sockets->fds();
     held.push_back(std::move(*sockets));
     return true;
