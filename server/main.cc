@@ -1,6 +1,8 @@
 // manypy-server: reads its flags, starts a Server (server.h), serves until
 // SIGTERM or SIGINT, then drains. Shutdown always ends: after the grace period
-// stuck calls are abandoned and the process exits with status 1.
+// stuck calls are abandoned and the process exits with status 1. By default
+// the process first becomes the supervisor (supervisor.h), which runs this
+// binary again as the serving process; a crash there is reported (crash_handler.h).
 #include <absl/synchronization/mutex.h>
 #include <signal.h>
 #include <unistd.h>
@@ -9,11 +11,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 
+#include "server/crash/crash_handler.h"
 #include "server/log.h"
 #include "server/server.h"
 #include "server/server_options.h"
+#include "server/supervisor/supervised_child.h"
+#include "server/supervisor/supervisor.h"
 
 int main(int argc, char** argv) {
   using namespace manypy;
@@ -31,9 +37,13 @@ int main(int argc, char** argv) {
     fputs(ServerUsage().c_str(), stdout);
     return 0;
   }
-  InitLibraryLogging(argv[0]);
   SetLogLevel(options->log_level);
   SetLogFormat(options->log_format);
+  std::optional<SupervisedChild> supervised = TakeSupervisedChild();
+  // The parent: before any thread, interpreter or library logging starts.
+  if (options->supervisor && !supervised) return RunSupervisor(argv, *options);
+  InitLibraryLogging(argv[0]);
+  InstallCrashHandler({options->log_format == "json", options->crash_state_dir});
   // For the line a model's os._exit leaves, which the model runtime's Python
   // writes: the interpreters copy the environment when the pool starts.
   setenv("MANYPY_LOG_FORMAT", options->log_format.c_str(), 1);
@@ -45,7 +55,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto server = Server::Start(*options);
+  auto server = Server::Start(*options, supervised ? &*supervised : nullptr);
   if (!server.ok()) {
     if (server.status().code() == StatusCode::kInvalidArgument) {  // an option's file
       fprintf(stderr, "manypy-server: %s\n", server.status().message().c_str());

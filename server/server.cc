@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 #include "interpreters/pool.h"
 #include "interpreters/thread_policy.h"
@@ -18,6 +19,7 @@
 #include "server/core/inference_server.h"
 #include "server/core/python_services.h"
 #include "server/cpu_quota.h"
+#include "server/crash/python_stack_dumps.h"
 #include "server/grpc/grpc_connection_limit.h"
 #include "server/grpc/grpc_frontend.h"
 #include "server/grpc/grpc_tls.h"
@@ -26,10 +28,12 @@
 #include "server/inference/dispatcher.h"
 #include "server/lifecycle/model_manager.h"
 #include "server/lifecycle/python_model.h"
+#include "server/lifecycle/quarantine.h"
 #include "server/log.h"
 #include "server/metrics/compile_metrics.h"
 #include "server/metrics/metrics_server.h"
 #include "server/metrics/python_metrics.h"
+#include "server/supervisor/restart_metrics.h"
 #include "server/tracing/tracing.h"
 
 namespace manypy {
@@ -111,7 +115,8 @@ PoolOptions PoolOptionsFor(const ServerOptions& options) {
   return pool;
 }
 
-ModelManager::Options ModelOptionsFor(const ServerOptions& options, ResponseCache* cache) {
+ModelManager::Options ModelOptionsFor(const ServerOptions& options, ResponseCache* cache,
+                                     Quarantine* quarantine) {
   ModelManager::Options models;
   models.repository = options.model_repository;
   models.explicit_control = options.explicit_model_control;
@@ -121,6 +126,7 @@ ModelManager::Options ModelOptionsFor(const ServerOptions& options, ResponseCach
   models.serving = options.serving;
   models.archive_limits = ArchiveLimits{static_cast<uint64_t>(options.max_archive_bytes)};
   models.response_cache = cache;
+  models.quarantine = quarantine;
   return models;
 }
 
@@ -142,6 +148,7 @@ struct Server::Parts {
   // (--no-metrics) kept unseen. Before any model loads.
   std::unique_ptr<PythonMetrics> python_metrics;
   std::unique_ptr<CompileMetrics> compile_metrics;
+  std::unique_ptr<Quarantine> quarantine;
   std::unique_ptr<ModelManager> models;
   std::unique_ptr<PythonServices> python_services;
   std::unique_ptr<InferenceServer> core;
@@ -187,13 +194,15 @@ static Status StartTracingPart(const ServerOptions& options, MetricsServer* metr
 
 Server::~Server() = default;
 
-StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
+                                                SupervisedChild* supervised) {
   std::unique_ptr<Server> server(new Server(std::make_unique<Parts>()));
-  MANYPY_RETURN_IF_ERROR(server->StartParts(options));
+  MANYPY_RETURN_IF_ERROR(server->StartParts(options, supervised));
+  NotifySupervisorReady(supervised);
   return server;
 }
 
-Status Server::StartParts(const ServerOptions& options) {
+Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervised) {
   Parts& p = *parts_;
   // Token and TLS files are read once, before anything listens: a bad one stops the start.
   auto tokens = AccessTokens::Load(options.auth_token_file, options.management_token_file);
@@ -216,6 +225,10 @@ Status Server::StartParts(const ServerOptions& options) {
   if (!pool.ok()) return CannotStart("cannot start the interpreter pool: " + pool.status().ToString());
   p.pool = std::move(*pool);
   LogMathLibraries(p.pool->size());
+  // Each interpreter's faulthandler, chained to the crash handler main installed.
+  if (Status dumps = EnablePythonStackDumps(p.pool.get()); !dumps.ok()) {
+    return CannotStart(dumps.ToString());
+  }
   p.dispatcher = std::make_unique<Dispatcher>(Dispatcher::Options{p.pool->size()});
 
   if (options.response_cache_bytes > 0) {
@@ -224,10 +237,14 @@ Status Server::StartParts(const ServerOptions& options) {
                              " bytes, for models with response_cache");
   }
   if (options.metrics) {
-    auto started = MetricsServer::Start({options.metrics_address, options.metrics_port},
+    const int inherited = supervised != nullptr && !supervised->metrics_fds.empty()
+                              ? supervised->metrics_fds.front()
+                              : -1;
+    auto started = MetricsServer::Start({options.metrics_address, options.metrics_port, inherited},
                                         p.dispatcher.get(), p.response_cache.get());
     if (!started.ok()) return CannotStart(started.status().ToString());
     p.metrics = std::move(*started);
+    if (supervised != nullptr) AddRestartMetrics(p.metrics->registry(), supervised->restarts);
     printf("manypy-server: metrics listening on %s\n", p.metrics->url().c_str());
   }
   if (Status traced = StartTracingPart(options, p.metrics.get(), &p.tracing); !traced.ok()) return traced;
@@ -243,8 +260,22 @@ Status Server::StartParts(const ServerOptions& options) {
   p.python_metrics = std::make_unique<PythonMetrics>(registry);
   p.compile_metrics = std::make_unique<CompileMetrics>(registry);
 
+  auto quarantine = Quarantine::Open({options.crash_state_dir, options.clear_quarantine},
+                                     static_cast<int64_t>(time(nullptr)));
+  if (quarantine.ok()) {
+    p.quarantine = std::move(*quarantine);
+    if (options.clear_quarantine) Log(LogLevel::kInfo, "crashes: every quarantine lifted (--clear-quarantine)");
+    for (const auto& [name, reason] : p.quarantine->Reasons()) {
+      Log(LogLevel::kWarning, "model " + name + " " + reason);
+    }
+  } else {
+    // Not a reason to stay down: crashes are still reported and restarted.
+    Log(LogLevel::kWarning, quarantine.status().message() +
+                                ": crashes are reported but not recorded, and no model is quarantined");
+  }
   auto models = ModelManager::Open(p.pool.get(), p.dispatcher.get(),
-                                   ModelOptionsFor(options, p.response_cache.get()));
+                                   ModelOptionsFor(options, p.response_cache.get(),
+                                                   p.quarantine.get()));
   if (!models.ok()) return CannotStart(models.status().ToString());
   p.models = std::move(*models);
   // Before the start-up models load: their warm-up may call another model.
@@ -262,7 +293,7 @@ Status Server::StartParts(const ServerOptions& options) {
                                   ? "over any connection"
                                   : "over plain connections from this host"));
   }
-  MANYPY_RETURN_IF_ERROR(StartGrpc(options));
+  MANYPY_RETURN_IF_ERROR(StartGrpc(options, supervised));
   // HTTP/REST: the same request path; its line comes before the final "listening on".
   if (options.http) {
     HttpFrontend::Options http;
@@ -272,6 +303,9 @@ Status Server::StartParts(const ServerOptions& options) {
     http.limits = {static_cast<uint64_t>(options.max_message_bytes), kHttpReadTimeout};
     http.max_connections = options.http_max_connections;
     http.tls = p.tls;
+    if (supervised != nullptr && !supervised->http_fds.empty()) {
+      http.listen_fd = supervised->http_fds.front();
+    }
     auto started = HttpFrontend::Start(p.core.get(), std::move(http));
     if (!started.ok()) return CannotStart(started.status().ToString());
     p.http = std::move(*started);
@@ -284,14 +318,16 @@ Status Server::StartParts(const ServerOptions& options) {
   return Status::Ok();
 }
 
-Status Server::StartGrpc(const ServerOptions& options) {
+Status Server::StartGrpc(const ServerOptions& options, SupervisedChild* supervised) {
   Parts& p = *parts_;
   p.grpc_frontend = std::make_unique<GrpcFrontend>(p.core.get());
   grpc::EnableDefaultHealthCheckService(true);
   // grpc 1.51 cannot bound its connections: the port is bound here, and its
   // connections reach gRPC through an external acceptor (with the port's
   // credentials), at most --grpc-max-connections open at once.
-  auto sockets = ListeningSockets::Listen(options.grpc_address, options.grpc_port);
+  auto sockets = supervised != nullptr && !supervised->grpc_fds.empty()
+                     ? StatusOr<ListeningSockets>(ListeningSockets::Adopt(supervised->grpc_fds))
+                     : ListeningSockets::Listen(options.grpc_address, options.grpc_port);
   if (!sockets.ok()) return CannotStart(sockets.status().message());
   p.grpc_port = sockets->port();
   grpc::ServerBuilder builder;

@@ -8,6 +8,7 @@
 
 #include "common/status.h"
 #include "server/server_options.h"
+#include "server/supervisor/supervised_child.h"
 
 namespace manypy {
 
@@ -20,7 +21,10 @@ class Server {
   /// HTTP; once it returns, both frontends serve. INVALID_ARGUMENT when an
   /// option's file is wrong (a token, a certificate); another code when a part
   /// cannot start, its message saying which.
-  static StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  /// `supervised`: the sockets (and ready pipe) a supervisor handed over
+  /// (supervised_child.h); null when this process listens itself.
+  static StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options,
+                                                 SupervisedChild* supervised = nullptr);
   /// Stops what still runs, in the reverse order of Start.
   ~Server();
   Server(const Server&) = delete;
@@ -42,8 +46,8 @@ class Server {
  private:
   struct Parts;
   explicit Server(std::unique_ptr<Parts> parts);
-  Status StartParts(const ServerOptions& options);
-  Status StartGrpc(const ServerOptions& options);
+  Status StartParts(const ServerOptions& options, SupervisedChild* supervised);
+  Status StartGrpc(const ServerOptions& options, SupervisedChild* supervised);
 
   std::unique_ptr<Parts> parts_;
 };

@@ -200,6 +200,19 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
     o->grpc_max_concurrent_streams = static_cast<int>(n);
   }
+  else if (flag == "crash-state-dir") {
+    if (value.empty()) return InvalidArgument("--crash-state-dir needs a folder");
+    o->crash_state_dir = value;
+  } else if (flag == "supervisor" || flag == "no-supervisor" || flag == "clear-quarantine") {
+    if (value != "true" && value != "false") {
+      return InvalidArgument("--" + flag + " is true or false, got '" + value + "'");
+    }
+    if (flag == "clear-quarantine") {
+      o->clear_quarantine = value == "true";
+    } else {
+      o->supervisor = (value == "true") == (flag == "supervisor");
+    }
+  }
   else if (flag == "config") return ApplyConfigFile(value, o);
   else return InvalidArgument("unknown flag --" + flag + " (see --help)");
   return Status::Ok();
@@ -348,6 +361,18 @@ Security (SECURITY.md):
                              concurrent calls per gRPC connection (HTTP/2
                              streams; default 1024); more wait in the client
                              until one ends. Request sizes: --max-message-size
+
+Crashes (docs/operations.md, "Crashes"):
+  --no-supervisor            no parent process: a crash ends the server (for
+                             those who leave restarts to systemd or Kubernetes).
+                             By default a small parent holds the listening
+                             sockets and restarts the serving process at once
+                             when it dies of a signal
+  --crash-state-dir=DIR      where crashes are recorded and models that crashed
+                             the server twice within 10 minutes are quarantined
+                             (default /tmp/manypy-crash-state; kept across restarts)
+  --clear-quarantine         forget every recorded crash and quarantine at start
+
   --config=FILE              read flags from FILE, one flag=value per line
   --help                     this text
 
@@ -374,6 +399,10 @@ StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv, bool* help) {
     }
     if (arg == "--tracing") {  // = true
       MANYPY_RETURN_IF_ERROR(Apply("tracing", "true", &o));
+      continue;
+    }
+    if (arg == "--no-supervisor" || arg == "--clear-quarantine") {  // without a value
+      (arg == "--no-supervisor" ? o.supervisor : o.clear_quarantine) = arg == "--clear-quarantine";
       continue;
     }
     if (arg == "--allow-client-shm" || arg == "--allow-client-shm-remote") {  // = true

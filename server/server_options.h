@@ -56,6 +56,12 @@ struct ServerOptions {
   ServingDefaults serving;
   /// OpenTelemetry tracing (off by default; refused where not built in).
   TracingOptions tracing;
+  /// Run as a small parent that holds the listening sockets and restarts the
+  /// serving process when it dies of a signal (server/supervisor/).
+  bool supervisor = true;
+  /// Where crashes are recorded and models quarantined (docs/operations.md, "Crashes").
+  std::string crash_state_dir = "/tmp/manypy-crash-state";
+  bool clear_quarantine = false;  ///< forget every crash and quarantine at start
 };
 
 /// The --help text.

@@ -1,6 +1,7 @@
 #include "server/grpc/listening_sockets.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -99,7 +100,8 @@ std::vector<Address> Resolve(const std::string& host, std::string* error) {
 
 }  // namespace
 
-StatusOr<ListeningSockets> ListeningSockets::Listen(const std::string& host, int port) {
+StatusOr<ListeningSockets> ListeningSockets::Listen(const std::string& host, int port,
+                                                    const std::string& what) {
   // IPv6 addresses come bracketed in HOST:PORT addresses ("[::1]:8001").
   std::string name = host.size() > 2 && host.front() == '[' && host.back() == ']'
                          ? host.substr(1, host.size() - 2)
@@ -128,7 +130,7 @@ StatusOr<ListeningSockets> ListeningSockets::Listen(const std::string& host, int
     std::string error;
     std::vector<Address> addresses = Resolve(name, &error);
     if (addresses.empty()) {
-      return InvalidArgument("gRPC: cannot resolve the address '" + host +
+      return InvalidArgument(what + ": cannot resolve the address '" + host +
                              "': " + (error.empty() ? "no IPv4 or IPv6 address" : error));
     }
     for (Address& a : addresses) {
@@ -143,15 +145,23 @@ StatusOr<ListeningSockets> ListeningSockets::Listen(const std::string& host, int
       // As gRPC's listener: a name whose addresses are partly unusable (e.g.
       // "localhost" where IPv6 is off) is served on the usable ones.
       if (addresses.size() > 1) {
-        Log(LogLevel::kInfo, "gRPC: not listening on " + Numeric(a) + " (one address of " + host +
+        Log(LogLevel::kInfo, what + ": not listening on " + Numeric(a) + " (one address of " + host +
                                  "): " + strerror(last_errno));
       }
     }
   }
   if (sockets.fds_.empty()) {
-    return Unavailable("gRPC: cannot listen on " + where + ": " + strerror(last_errno));
+    return Unavailable(what + ": cannot listen on " + where + ": " + strerror(last_errno));
   }
   sockets.port_ = BoundPort(sockets.fds_.front());
+  return sockets;
+}
+
+ListeningSockets ListeningSockets::Adopt(std::vector<int> fds) {
+  ListeningSockets sockets;
+  sockets.fds_ = std::move(fds);
+  for (int fd : sockets.fds_) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  if (!sockets.fds_.empty()) sockets.port_ = BoundPort(sockets.fds_.front());
   return sockets;
 }
 
@@ -171,6 +181,11 @@ ListeningSockets& ListeningSockets::operator=(ListeningSockets&& other) noexcept
 }
 
 ListeningSockets::~ListeningSockets() { Close(); }
+
+void ListeningSockets::KeepFirstOnly() {
+  for (size_t i = 1; i < fds_.size(); ++i) close(fds_[i]);
+  if (fds_.size() > 1) fds_.resize(1);
+}
 
 void ListeningSockets::Close() {
   for (int fd : fds_) close(fd);

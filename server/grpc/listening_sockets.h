@@ -17,8 +17,13 @@ class ListeningSockets {
   /// loopbacks for "localhost"). "0.0.0.0" and "::" listen on every interface,
   /// IPv6 and IPv4 alike, as gRPC's own listener does. Port 0 picks a free port,
   /// the same for every address. UNAVAILABLE, naming the address, when no address
-  /// can be bound; INVALID_ARGUMENT when the name does not resolve.
-  static StatusOr<ListeningSockets> Listen(const std::string& host, int port);
+  /// can be bound; INVALID_ARGUMENT when the name does not resolve. Messages
+  /// start with `what` (the endpoint: "gRPC", "HTTP", "metrics").
+  static StatusOr<ListeningSockets> Listen(const std::string& host, int port,
+                                           const std::string& what = "gRPC");
+  /// Owns sockets already listening (inherited from the supervisor, which
+  /// bound them with Listen): made close-on-exec; the port is theirs.
+  static ListeningSockets Adopt(std::vector<int> fds);
 
   ListeningSockets(ListeningSockets&& other) noexcept;
   ListeningSockets& operator=(ListeningSockets&& other) noexcept;
@@ -31,6 +36,8 @@ class ListeningSockets {
   /// The bound port (the one picked when 0 was asked for).
   int port() const { return port_; }
 
+  /// Closes every socket but the first (for an endpoint that serves one).
+  void KeepFirstOnly();
   /// Closes every socket (clients connecting then are refused); idempotent.
   void Close();
 

@@ -1,5 +1,7 @@
 #include "server/http/http_frontend.h"
 
+#include <sys/socket.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
@@ -41,13 +43,24 @@ StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceServer* ser
   }
   auto& acceptor = f->io_->acceptor;
   std::string where = f->options_.address + ":" + std::to_string(f->options_.port);
-  if (acceptor.open(endpoint.protocol(), ec); ec) return Unavailable("HTTP: cannot open " + where);
-  acceptor.set_option(net::socket_base::reuse_address(true), ec);
-  if (acceptor.bind(endpoint, ec); ec) {
-    return Unavailable("HTTP: cannot listen on " + where + ": " + ec.message());
-  }
-  if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) {
-    return Unavailable("HTTP: cannot listen on " + where + ": " + ec.message());
+  if (f->options_.listen_fd >= 0) {
+    // Inherited, listening already: its family picks the protocol.
+    sockaddr_storage bound{};
+    socklen_t length = sizeof(bound);
+    getsockname(f->options_.listen_fd, reinterpret_cast<sockaddr*>(&bound), &length);
+    if (acceptor.assign(bound.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), f->options_.listen_fd, ec);
+        ec) {
+      return Unavailable("HTTP: cannot accept on the inherited socket: " + ec.message());
+    }
+  } else {
+    if (acceptor.open(endpoint.protocol(), ec); ec) return Unavailable("HTTP: cannot open " + where);
+    acceptor.set_option(net::socket_base::reuse_address(true), ec);
+    if (acceptor.bind(endpoint, ec); ec) {
+      return Unavailable("HTTP: cannot listen on " + where + ": " + ec.message());
+    }
+    if (acceptor.listen(net::socket_base::max_listen_connections, ec); ec) {
+      return Unavailable("HTTP: cannot listen on " + where + ": " + ec.message());
+    }
   }
   f->port_ = acceptor.local_endpoint().port();
   f->Accept();

@@ -30,6 +30,9 @@ class HttpFrontend {
     HttpSessionLimits limits;
     int max_connections = 1024;  ///< open at once; one more is closed at once
     std::shared_ptr<const TlsCredentials> tls;  ///< null: plain HTTP; else TLS only
+    /// A socket already listening (inherited from the supervisor) to accept
+    /// on instead of binding address:port; -1: bind. Owned by the frontend.
+    int listen_fd = -1;
   };
 
   /// Listens and serves on its own threads. UNAVAILABLE when it cannot listen;

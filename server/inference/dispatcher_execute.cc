@@ -3,6 +3,7 @@
 // run inline on their caller's slot. The queueing half is dispatcher.cc.
 #include <utility>
 
+#include "server/crash/running_calls.h"
 #include "server/inference/batch_assembly.h"
 #include "server/inference/dispatcher.h"
 #include "server/inference/execution_context.h"
@@ -34,6 +35,11 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution) {
     context.slot = slot;
     context.deadline = execution->deadline;
     ScopedExecution current(&context);
+    // What a crash report names (server/crash/): read from here, never locked.
+    static const std::string kNoId;
+    const std::string& id = execution->requests.empty() ? kNoId : execution->requests.front()->id;
+    ScopedRunningCall running(slot, model.manifest().name, model.manifest().version, id,
+                              execution->requests.size());
     Run(slot, *execution);
   }
   mu_.Lock();

@@ -1,5 +1,8 @@
 #include "server/lifecycle/load_pipeline.h"
 
+#include "server/crash/running_calls.h"
+#include "server/lifecycle/quarantine.h"
+
 #include <algorithm>
 #include <thread>
 
@@ -76,7 +79,10 @@ Status LoadPipeline::Load(const std::string& name) {
     const Clock::time_point start = Clock::now();
     const int64_t estimate = context_.budget->EstimateBytes(*entry);
     StatusOr<std::shared_ptr<Model>> loaded = Internal("not loaded");
-    Status room = context_.budget->MakeRoom(name, estimate, *executor_.evictions);
+    // A quarantined model is refused before anything is evicted for it.
+    Status room = context_.quarantine != nullptr ? context_.quarantine->Admit(name, entry->version)
+                                                 : Status::Ok();
+    if (room.ok()) room = context_.budget->MakeRoom(name, estimate, *executor_.evictions);
     loaded = room.ok() ? LoadVersion(*entry) : room;
     if (!loaded.ok()) {
       result = loaded.status();
@@ -105,6 +111,8 @@ Status LoadPipeline::Load(const std::string& name) {
 }
 
 StatusOr<std::shared_ptr<Model>> LoadPipeline::LoadVersion(const RepositoryEntry& entry) {
+  // A crash while it loads (unpickling, warm-up) is blamed on it (server/crash/).
+  ScopedLoadingModel loading(entry.name, entry.version);
   Clock::time_point start = Clock::now();
   Manifest m;
   auto loaded = context_.loader(entry.path, &m);

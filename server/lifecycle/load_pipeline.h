@@ -34,6 +34,8 @@ struct LoadExecutor {
 };
 
 /// What every pipeline of a manager shares; each pointer must outlive it.
+class Quarantine;
+
 struct LoadContext {
   using Loader = std::function<StatusOr<std::shared_ptr<Executable>>(const std::string& archive_path,
                                                                      Manifest* manifest)>;
@@ -53,6 +55,8 @@ struct LoadContext {
   std::function<uint64_t()> next_use;
   /// Counts each loaded version's requests in flight, under a budget; else null.
   std::shared_ptr<LeaseEvents> lease_events;
+  /// Models refused for crashing the server (quarantine.h); null: none refused.
+  const Quarantine* quarantine = nullptr;
 };
 
 class LoadPipeline {

@@ -15,7 +15,7 @@ ModelManager::ModelManager(size_t slots, Dispatcher* dispatcher, Options options
       context_{options_.loader, &repository_, &registry_, &budget_, &retirer_, dispatcher,
                &stats_, options_.response_cache, options_.serving, slots, &loader_,
                [this] { return ++use_clock_; },
-               options_.budget.enabled() ? events_ : nullptr},
+               options_.budget.enabled() ? events_ : nullptr, options_.quarantine},
       startup_(&context_, {nullptr, &loader_, /*every_slot_at_once=*/true, false}),
       requested_(&context_, {&loader_, &loader_, false, false}),
       on_demand_(&context_, {nullptr, &demand_unloads_, false, /*for_request=*/true}) {}
@@ -76,7 +76,11 @@ Status ModelManager::LoadWith(LoadPipeline& pipeline, const std::string& name) {
   return pipeline.Load(name);
 }
 
-Status ModelManager::Load(const std::string& name) { return LoadWith(requested_, name); }
+Status ModelManager::Load(const std::string& name) {
+  MANYPY_RETURN_IF_ERROR(CheckModelName(name));
+  if (options_.quarantine != nullptr) options_.quarantine->Lift(name);
+  return LoadWith(requested_, name);
+}
 
 Status ModelManager::Unload(const std::string& name) {
   MANYPY_RETURN_IF_ERROR(CheckModelName(name));

@@ -29,6 +29,7 @@
 #include "server/lifecycle/model_registry.h"
 #include "server/lifecycle/model_repository.h"
 #include "server/lifecycle/model_status.h"
+#include "server/lifecycle/quarantine.h"
 #include "server/lifecycle/version_retirer.h"
 
 namespace manypy {
@@ -57,6 +58,9 @@ class ModelManager {
     /// locks. Empty: PythonModel::Load into the pool. Tests inject fakes here.
     using Loader = LoadContext::Loader;
     Loader loader = nullptr;
+    /// Models that crashed the server: refused at every load but an explicit
+    /// one (Load), which lifts their quarantine. Null: none. Must outlive the manager.
+    Quarantine* quarantine = nullptr;
     /// Interpreter slots (bound of instance_count, warm-up slots) when there
     /// is no pool; with a pool, its size is used and this is ignored.
     size_t interpreters = 1;
@@ -80,7 +84,8 @@ class ModelManager {
   /// the process's exit.
   ~ModelManager();
 
-  /// (Re)loads the newest version of `name` found in the repository.
+  /// (Re)loads the newest version of `name` found in the repository, lifting
+  /// its quarantine (an operator asked for it).
   /// INVALID_ARGUMENT for a name that is not a model name (a path, say).
   Status Load(const std::string& name);
   /// Stops serving `name`; in-flight requests finish on their handles.

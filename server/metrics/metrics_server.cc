@@ -1,8 +1,10 @@
 #include "server/metrics/metrics_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -78,12 +80,17 @@ StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const Options& opt
   std::unique_ptr<MetricsServer> server(new MetricsServer());
   server->address_ = options.address;
   std::string error;
-  server->listen_fd_ = Listen(options.address, options.port, &error);
+  server->listen_fd_ =
+      options.listen_fd >= 0 ? options.listen_fd : Listen(options.address, options.port, &error);
   if (server->listen_fd_ < 0) {
     return Unavailable("cannot serve metrics on " + options.address + ":" +
                        std::to_string(options.port) + ": " + error);
   }
   server->port_ = BoundPort(server->listen_fd_);
+  if (pipe2(server->wake_, O_CLOEXEC) != 0) {
+    close(server->listen_fd_);
+    return Unavailable("cannot serve metrics: no pipe for its thread");
+  }
   server->registry_ = std::make_shared<prometheus::Registry>();
   server->collector_ = std::make_shared<ScrapeCollector>(dispatcher, response_cache);
   server->observer_ = std::make_unique<PrometheusObserver>(server->registry_.get(),
@@ -95,9 +102,12 @@ StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const Options& opt
 
 MetricsServer::~MetricsServer() {
   stopping_ = true;
-  shutdown(listen_fd_, SHUT_RDWR);  // wakes accept()
+  const char wake = 0;
+  if (write(wake_[1], &wake, 1) < 0) shutdown(listen_fd_, SHUT_RDWR);  // wakes Serve's poll
   if (thread_.joinable()) thread_.join();
   close(listen_fd_);
+  close(wake_[0]);
+  close(wake_[1]);
   if (GetInferenceObserver() == observer_.get()) SetInferenceObserver(nullptr);
 }
 
@@ -113,6 +123,9 @@ std::string MetricsServer::Scrape() const {
 
 void MetricsServer::Serve() {
   while (!stopping_) {
+    pollfd ready[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (poll(ready, 2, -1) <= 0 || (ready[1].revents & POLLIN) != 0) continue;
+    // Non-blocking (an inherited socket is): another process may have taken the connection.
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
       if (stopping_) return;

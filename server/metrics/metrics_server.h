@@ -26,6 +26,9 @@ class MetricsServer {
   struct Options {
     std::string address = "0.0.0.0";
     int port = 8002;  ///< 0 picks a free port
+    /// A socket already listening (inherited from the supervisor) to serve on
+    /// instead of binding address:port; -1: bind. Owned by the server.
+    int listen_fd = -1;
   };
 
   /// Listens, registers every metric family and installs the observer.
@@ -57,6 +60,9 @@ class MetricsServer {
   std::string address_;
   int port_ = 0;
   int listen_fd_ = -1;
+  // Wakes Serve's poll at shutdown: shutdown(2) of the listening socket would
+  // stop it listening for the supervisor's next child too, which shares it.
+  int wake_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<ScrapeCollector> collector_;

@@ -9,12 +9,26 @@ import tempfile
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def no_supervisor(binary):
+    """["--no-supervisor"] when `binary` has a supervisor (older builds, which
+    bench_builds compares, do not): a benchmark reads the serving process's
+    CPU and memory from /proc/PID, which must be that process, not its parent."""
+    if binary not in _SUPERVISED:
+        shown = subprocess.run([binary, "--help"], capture_output=True, text=True).stdout
+        _SUPERVISED[binary] = "--no-supervisor" in shown
+    return ["--no-supervisor"] if _SUPERVISED[binary] else []
+
+
+_SUPERVISED = {}
+
+
 def start_manypy(binary, repository, models, interpreters, extra=()):
     """Starts manypy-server (explicit model control, `models` loaded, every
     port picked by the kernel, no metrics); returns (process, {"grpc": port,
     "http": port}) once it is listening."""
     args = [binary, f"--model-repository={repository}", "--grpc-address=127.0.0.1",
             "--grpc-port=0", "--http-port=0", "--no-metrics", "--model-control-mode=explicit",
+            *no_supervisor(binary),
             f"--interpreters={interpreters}", "--log-level=warning", *extra]
     args += [f"--load-model={m}" for m in models]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)

@@ -47,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python")]
 
+from bench_common import no_supervisor  # noqa: E402
 from paired_rounds import verdict  # noqa: E402
 import many_models  # noqa: E402
 
@@ -75,6 +76,7 @@ class Server:
         self.log = open(log_path, "w")
         args = [binary, f"--model-repository={repository}", "--grpc-address=127.0.0.1",
                 "--grpc-port=0", "--http-port=0", "--no-metrics", "--log-format=json",
+                *no_supervisor(binary),  # its RSS is read from /proc/PID
                 *extra]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log, text=True)
         for line in self.proc.stdout:

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import time
 
-from bench_common import cpu_seconds
+from bench_common import cpu_seconds, no_supervisor
 from bench_targets import serving_round_plan
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -123,6 +123,7 @@ class Server:
                    f"--load-model={self.model}", "--grpc-address=127.0.0.1",
                    f"--grpc-port={self.port}", "--metrics-port=0", "--http-port=0",
                    "--log-level=warning"]
+            cmd += no_supervisor(cmd[0])  # its CPU and memory are read from /proc
         else:
             cmd = ["/usr/bin/python3", os.path.join(HERE, "python_grpc_server.py"), archive,
                    f"--port={self.port}"]

@@ -133,14 +133,14 @@ TEST_F(OnDemandE2eTest, TheResidentSizeFallsBackWhenALargeModelIsEvicted) {
   Start({"--max-loaded-models=1"});
   ModelInferResponse response;
   ASSERT_TRUE(Infer(Request("small_001"), &response).ok());
-  int64_t before = testing::ResidentBytes(server_.pid());
+  int64_t before = testing::ResidentBytes(server_.serving_pid());
   ASSERT_TRUE(Infer(Request("big_000"), &response).ok());
-  int64_t with_big = testing::ResidentBytes(server_.pid());
+  int64_t with_big = testing::ResidentBytes(server_.serving_pid());
   ASSERT_TRUE(Infer(Request("small_002"), &response).ok());  // evicts big_000
   auto index = Index();
   EXPECT_EQ(index["big_000"].state(), "UNAVAILABLE");
   EXPECT_NE(index["big_000"].reason().find("evicted"), std::string::npos) << index["big_000"].reason();
-  int64_t after = testing::ResidentBytes(server_.pid());
+  int64_t after = testing::ResidentBytes(server_.serving_pid());
   constexpr int64_t kBig = int64_t{192} << 20;
   std::cout << "resident: " << before / (1 << 20) << " MiB before, " << with_big / (1 << 20)
             << " MiB with big_000, " << after / (1 << 20) << " MiB after evicting it\n";

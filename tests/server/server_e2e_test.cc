@@ -443,7 +443,7 @@ TEST_F(ServerTest, StartLogNamesTheBlasAndTcmallocWhichTheProcessUses) {
   // tcmalloc must serve malloc itself, not merely be mapped: MallocName checks
   // that malloc resolves into it. Mapped is checked too, from outside.
   EXPECT_NE(text.find("memory: tcmalloc (gperftools "), std::string::npos) << text;
-  std::ifstream maps("/proc/" + std::to_string(server_.pid()) + "/maps");
+  std::ifstream maps("/proc/" + std::to_string(server_.serving_pid()) + "/maps");
   std::string mapped((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
   EXPECT_NE(mapped.find("libtcmalloc_minimal.so"), std::string::npos);
 }

@@ -128,7 +128,7 @@ class SharedMemoryTest : public ServerTest {
   }
   // Whether the server process has `key` mapped (its /proc maps name the object).
   bool ServerMaps(const std::string& key) {
-    std::ifstream maps("/proc/" + std::to_string(server_.pid()) + "/maps");
+    std::ifstream maps("/proc/" + std::to_string(server_.serving_pid()) + "/maps");
     std::string all((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
     return all.find("/dev/shm" + key) != std::string::npos;
   }

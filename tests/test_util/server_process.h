@@ -1,5 +1,6 @@
 // ServerProcess: runs the real manypy-server binary on a free loopback port
-// for end-to-end tests, and stops it with SIGTERM. Not thread-safe.
+// for end-to-end tests (with its supervisor, as by default, unless the test
+// passes --no-supervisor), and stops it with SIGTERM. Not thread-safe.
 #pragma once
 
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -86,7 +88,17 @@ class ServerProcess {
   int http_port() const { return http_port_; }
   /// The metrics port from the "metrics listening on URL" line (0: metrics off).
   int metrics_port() const { return metrics_port_; }
+  /// The process started: the supervisor, unless --no-supervisor was given.
   pid_t pid() const { return pid_; }
+  /// The process that serves (loads the models, maps their files): the
+  /// supervisor's child, or pid() itself without a supervisor.
+  pid_t serving_pid() const {
+    if (pid_ <= 0) return pid_;
+    std::ifstream children("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(pid_) +
+                           "/children");
+    pid_t child = -1;
+    return children >> child ? child : pid_;
+  }
 
   /// Sends SIGTERM and returns the exit status (-1 if it did not exit normally).
   int Stop() {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -318,6 +319,35 @@ TEST_F(ModelManagerTest, LoadsTheNewestVersionOfEveryModelAtStartAndServesIt) {
   EXPECT_TRUE(manager_->Get("beta", "2").ok());
   EXPECT_EQ(manager_->Get("beta", "1").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(manager_->Get("gamma", "").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(ModelManagerTest, AQuarantinedModelIsRefusedWithItsReasonUntilAnExplicitLoadLiftsIt) {
+  WriteArchive("crashy.mpk", TestManifest("crashy", 1));
+  WriteArchive("calm.mpk", TestManifest("calm", 1));
+  testing::TempDir state;
+  {
+    std::ofstream crashes(state.path() + "/crashes");
+    crashes << "1000\tSIGSEGV\tcrashy\t1\n1300\tSIGABRT\tcrashy\t1\n";
+  }
+  auto quarantine = Quarantine::Open({state.path()}, 1400);
+  ASSERT_TRUE(quarantine.ok()) << quarantine.status().ToString();
+  ModelManager::Options options;
+  options.quarantine = quarantine->get();
+  ASSERT_TRUE(Start(options));
+  EXPECT_EQ(IndexEntry("calm", 1).state, ModelState::kReady);
+  ModelStatus refused = IndexEntry("crashy", 1);
+  EXPECT_EQ(refused.state, ModelState::kUnavailable);
+  EXPECT_NE(refused.reason.find("quarantined: crashed the server 2 times, last SIGABRT in version 1"),
+            std::string::npos) << refused.reason;
+  EXPECT_EQ(loader_.loads(), 1);  // never handed to the loader
+  auto got = manager_->Get("crashy", "");
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(got.status().message().find("quarantined"), std::string::npos) << got.status().ToString();
+
+  ASSERT_TRUE(manager_->Load("crashy").ok());  // an operator's explicit load lifts it
+  EXPECT_EQ(IndexEntry("crashy", 1).state, ModelState::kReady);
+  EXPECT_TRUE((*quarantine)->Admit("crashy", 1).ok());
+  EXPECT_TRUE((*quarantine)->Reasons().empty());
 }
 
 TEST_F(ModelManagerTest, ExplicitModeLoadsOnlyTheStartupModelsUntilAsked) {

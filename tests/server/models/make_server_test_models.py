@@ -7,7 +7,8 @@ folders of their own (models every server here must refuse to load), and
 none_output/sometimes_none (an output that may be None); the streaming
 models in streaming/ (streaming_models.py); models that call models in
 composition/ (composition_models.py); the fault-injection
-models in faults/ and swap/ (fault_models.py); in torch_versions/, two_io as
+models in faults/ and swap/ (fault_models.py); the models that crash the
+process in crashes/ (crash_models.py); in torch_versions/, two_io as
 packaged under PyTorch 1.13 (testdata/two_io_torch1_13.mpk, made on Debian
 12) and under 2.6 (packaged here; on a torch older than 2.6 its manifest says
 2.6.0+debian / Python 3.13.5, as Debian 13's would); in corner_cases/,
@@ -32,6 +33,7 @@ sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python")]
 
 import manypy.package  # noqa: E402
 import manypy.torchscript  # noqa: E402
+import crash_models  # noqa: E402
 import fault_models  # noqa: E402
 import streaming_models  # noqa: E402
 import composition_models  # noqa: E402
@@ -92,6 +94,22 @@ def export_fault_models(out):
         manypy.package.export(fault_models.Scaled(factor), os.path.join(swap, f"scaled_v{version}.mpk"),
                               name="scaled", version=version, example_inputs=(torch.ones(3),),
                               **io)
+
+
+def export_crash_models(out):
+    """crashes/: null_read (a ctypes null pointer read: SIGSEGV) and
+    native_abort (libc's abort: SIGABRT), each on an input whose first
+    element is 1, x * 2 otherwise; crashes_at_load (a null read while it is
+    unpickled in the server)."""
+    io = {"inputs": [("INPUT__0", "FP32", [-1])], "outputs": [("OUTPUT__0", "FP32", [-1])]}
+    crashes = os.path.join(out, "crashes")
+    os.makedirs(crashes, exist_ok=True)
+    manypy.package.export(crash_models.NullRead(), os.path.join(crashes, "null_read.mpk"),
+                          name="null_read", **io)
+    manypy.package.export(crash_models.NativeAbort(), os.path.join(crashes, "native_abort.mpk"),
+                          name="native_abort", **io)
+    manypy.package.export(crash_models.CrashesAtLoad(), os.path.join(crashes, "crashes_at_load.mpk"),
+                          name="crashes_at_load", **io)
 
 
 def export_torch_versions(out):
@@ -273,6 +291,7 @@ def main():
             dynamic_dims={"INPUT__0": [0], "OUTPUT__0": [0]})
     assert [o["name"] for o in manifest["outputs"]] == ["OUTPUT__0"], manifest["outputs"]
     export_fault_models(out)
+    export_crash_models(out)
     export_streaming_models(out)
     export_composition_models(out)
     export_torch_versions(out)

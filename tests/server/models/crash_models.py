@@ -1,0 +1,50 @@
+"""Models that crash the server process on purpose, for the crash tests
+(tests/server/crash_e2e_test.cc): native code that a Python exception cannot
+contain. Packaged by make_server_test_models.py into the test repository's
+crashes/ folder, away from the models other tests load."""
+import ctypes
+import sys
+
+import torch
+
+
+def read_null_pointer():
+    # ctypes.string_at(0) reads a C string at address 0: SIGSEGV in libc.
+    return ctypes.string_at(0)
+
+
+def abort_in_libc():
+    # libc's abort(): SIGABRT raised from native code.
+    ctypes.CDLL(None).abort()
+
+
+class NullRead(torch.nn.Module):
+    """x * 2, except when the first element is exactly 1: a null pointer read."""
+
+    def forward(self, x):
+        if float(x[0]) == 1:
+            read_null_pointer()
+        return x * 2
+
+
+class NativeAbort(torch.nn.Module):
+    """x * 2, except when the first element is exactly 1: abort() in libc."""
+
+    def forward(self, x):
+        if float(x[0]) == 1:
+            abort_in_libc()
+        return x * 2
+
+
+class CrashesAtLoad(torch.nn.Module):
+    """Exports and runs anywhere, but reads a null pointer while being
+    unpickled inside a manypy interpreter (where the host's `_manypy` module
+    exists): every start of the server crashes until it is quarantined."""
+
+    def __setstate__(self, state):
+        if "_manypy" in sys.modules:  # torch.package: look, don't import
+            read_null_pointer()
+        return super().__setstate__(state)
+
+    def forward(self, x):
+        return x * 2
