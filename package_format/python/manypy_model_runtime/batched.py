@@ -4,9 +4,7 @@
 # advanced by one response). The server's running batch
 # (server/inference/dispatcher_batch.cc) drives one Batch per interpreter;
 # docs/text-generation.md is the reference.
-import torch
-
-from manypy_model_runtime import calls
+from manypy_model_runtime.calls import _to, call_as_running
 from manypy_model_runtime.errors import ModelOutputError
 from manypy_model_runtime.outputs import _as_output_list
 
@@ -59,26 +57,16 @@ class Batch:
         self._device = device
         self._states = {}
 
-    def _call(self, work):
-        calls._running = self._model
-        api = calls._enter(self._model)
-        try:
-            with torch.inference_mode():
-                return work()
-        finally:
-            calls._running = None
-            calls._leave(api)
-
     def start(self, key, inputs):
         """A request joins: its state from start(*inputs) (inputs in manifest order)."""
         if self._device != "cpu":
-            inputs = [calls._to(i, self._device) for i in inputs]
-        self._states[key] = self._call(lambda: self._model.start(*inputs))
+            inputs = [_to(i, self._device) for i in inputs]
+        self._states[key] = call_as_running(self._model, lambda: self._model.start(*inputs))
 
     def _outputs(self, response):
         outputs = _as_output_list(response, self._output_names)
         if self._device != "cpu":
-            outputs = [calls._to(o, "cpu") for o in outputs]
+            outputs = [_to(o, "cpu") for o in outputs]
         return outputs
 
     def step(self, keys):
@@ -88,7 +76,7 @@ class Batch:
         exception propagates (it fails the whole step)."""
         states = [self._states[k] for k in keys]
         try:
-            result = self._call(lambda: self._model.step(states))
+            result = call_as_running(self._model, lambda: self._model.step(states))
         except Exception as e:
             named = getattr(e, "states", None)
             if not isinstance(named, (list, tuple)) or not named:

@@ -75,7 +75,7 @@ class BatchedCounter(nn.Module):
     step). COUNT, FAIL_AT, STEP_MS (INT64 [1]) -> INDEX INT64 [1] and BATCH
     INT64 [1]: COUNT responses, the i-th with INDEX i and BATCH the number of
     requests its step advanced; each step sleeps STEP_MS (the largest of its
-    requests'); the step that would send response FAIL_AT (>= 0) of a request
+    requests'); the step that would send response FAIL_AT (> 0; the warm-up sends 0) of a request
     raises StepFailed naming that request's state alone. FAIL_AT -2: that
     step raises a plain RuntimeError (no state named)."""
 
@@ -89,7 +89,7 @@ class BatchedCounter(nn.Module):
         time.sleep(max(s["step_ms"] for s in states) / 1000.0)
         if any(s["fail_at"] == -2 and s["sent"] == 1 for s in states):
             raise RuntimeError("this step cannot say whose state broke")
-        failing = [s for s in states if s["sent"] == s["fail_at"]]
+        failing = [s for s in states if s["fail_at"] > 0 and s["sent"] == s["fail_at"]]
         if failing:
             raise StepFailed(f"{len(failing)} state(s) failed at their response "
                              f"{failing[0]['fail_at']}", failing)
