@@ -2,17 +2,18 @@
 continuous batching (docs/text-generation.md, "Continuous batching").
 
 RMSNorm, rotary position embeddings, grouped-query attention (8 query heads
-sharing 2 key/value heads), a SwiGLU MLP, 4 blocks of width 256 over a byte
+sharing 2 key/value heads), a SwiGLU MLP, 4 blocks of width 128 over a byte
 vocabulary (256 ids; sampling keeps to printable ASCII so every piece is
 UTF-8), a KV cache per request. Random weights (torch.manual_seed(11)),
 made when it is packaged: nothing is downloaded. Written with PyTorch 1.13's
 APIs (its own RMSNorm and attention; no scaled_dot_product_attention), so it
 runs on Debian 12 and 13 alike.
 
-Continuous batching: `continuous_batching = 16`, `start(...)` prefills one
-request's prompt into its own KV cache, `step(states)` samples one token for
-every running request and advances them all with one batched forward pass
-(caches of different lengths padded and masked). `forward` is the same code
+Continuous batching: `continuous_batching = 16`, `start(...)` reads one
+request's inputs into its state; `step(states)` prefills the prompts of the
+requests that joined (one forward pass per prompt length), samples one token
+for every running request and advances them all with one batched forward
+pass (KV caches of different lengths padded and masked). `forward` is the same code
 for one request as a generator, which is how it streams when
 continuous_batching is 0 (make bench-generate compares the two).
 
@@ -31,7 +32,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-VOCAB, WIDTH, HEADS, KV_HEADS, BLOCKS, HIDDEN = 256, 256, 8, 2, 4, 512
+VOCAB, WIDTH, HEADS, KV_HEADS, BLOCKS, HIDDEN = 256, 128, 8, 2, 4, 384
 HEAD_DIM = WIDTH // HEADS
 MAX_PROMPT, MAX_TOKENS, DEFAULT_TOKENS = 512, 256, 16
 PRINTABLE = (0x20, 0x7E)
@@ -164,6 +165,7 @@ class Request:
     """One request's state: its KV cache per block, its next logits, its sampler."""
 
     def __init__(self, ids, max_tokens, temperature, seed):
+        self.prompt = ids  # until the step that prefills it
         self.caches = [[torch.zeros(0, KV_HEADS, HEAD_DIM), torch.zeros(0, KV_HEADS, HEAD_DIM)]
                        for _ in range(BLOCKS)]
         self.position = 0
@@ -207,20 +209,35 @@ class LlamaDecoder(nn.Module):
         if count > MAX_TOKENS:
             raise ValueError(f"MAX_TOKENS: {count} is more than {MAX_TOKENS}")
         seed = int(seed.reshape(-1)[0])
-        state = Request(ids, count, float(temperature.reshape(-1)[0]),
-                        seed if seed >= 0 else _seed(ids))
-        self._advance(torch.tensor([ids]), [state])
-        return state
+        return Request(ids, count, float(temperature.reshape(-1)[0]),
+                       seed if seed >= 0 else _seed(ids))
 
-    def _sample(self, state):
-        logits = state.logits + self.printable
-        if state.temperature <= 0:
-            return int(logits.argmax())
-        probs = torch.softmax(logits / state.temperature, -1)
-        return int(torch.multinomial(probs, 1, generator=state.sampler))
+    def _prefill(self, states):
+        """The prompts of the states that joined since the last step, in one
+        forward pass per prompt length (prefill and decode in one iteration,
+        as ORCA does): many requests joining at once cost about one."""
+        by_length = {}
+        for s in states:
+            if s.prompt is not None:
+                by_length.setdefault(len(s.prompt), []).append(s)
+        for group in by_length.values():
+            self._advance(torch.tensor([s.prompt for s in group]), group)
+            for s in group:
+                s.prompt = None
+
+    def _sample(self, states):
+        """One token per state: greedy at temperature 0, else drawn with the
+        state's own generator (so a request's text does not depend on its batch)."""
+        temperatures = torch.tensor([max(s.temperature, 1e-6) for s in states])
+        logits = torch.stack([s.logits for s in states]) + self.printable
+        probs = torch.softmax(logits / temperatures[:, None], -1)
+        return [int(logits[i].argmax()) if s.temperature <= 0
+                else int(torch.multinomial(probs[i], 1, generator=s.sampler))
+                for i, s in enumerate(states)]
 
     def step(self, states):
-        tokens = [self._sample(s) for s in states]
+        self._prefill(states)
+        tokens = self._sample(states)
         responses, finished = [], []
         for s, t in zip(states, tokens):
             s.left -= 1
