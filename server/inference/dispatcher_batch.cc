@@ -83,6 +83,7 @@ void Dispatcher::RunBatch(size_t slot, Execution& execution) {
   InferenceObserver* observer = GetInferenceObserver();
   uint64_t next_key = 0;
   std::vector<Member> members;
+  bool last_step_was_everyones = true;
   std::vector<InferenceRequest*> joining;
   Expired expired;
   {
@@ -138,6 +139,7 @@ void Dispatcher::RunBatch(size_t slot, Execution& execution) {
     if (observer != nullptr) observer->OnExecutionStarted(m.name, m.version, slot);
     std::string error_type;
     Leaving failed;  // their start() raised: they leave alone
+    const size_t running_before = members.size();
     computing(true);
     for (InferenceRequest* r : joining) {
       r->times.started = Clock::now();
@@ -153,8 +155,16 @@ void Dispatcher::RunBatch(size_t slot, Execution& execution) {
       }
     }
     joining.clear();
+    // Requests that joined a running batch first take a step of their own
+    // (their prompt and first response: the time to first token is that of a
+    // small step, not of the whole batch's), as vLLM schedules prefills
+    // first; then every step is everyone's. At most every other step is
+    // such a step, so a stream of joiners cannot hold the others back.
+    bool own_step = running_before > 0 && members.size() > running_before && last_step_was_everyones;
+    last_step_was_everyones = !own_step;
+    std::vector<Member> stepping(members.begin() + (own_step ? running_before : 0), members.end());
     std::vector<uint64_t> keys;
-    for (const Member& x : members) keys.push_back(x.key);
+    for (const Member& x : stepping) keys.push_back(x.key);
     StatusOr<std::vector<StreamStep>> steps = std::vector<StreamStep>{};
     if (!keys.empty() && !execution.hook.fired()) {
       steps = executable.StepBatchedStreams(slot, keys, &execution.hook, &error_type);
@@ -189,11 +199,11 @@ void Dispatcher::RunBatch(size_t slot, Execution& execution) {
     Leaving leaving;
     if (!steps.ok()) {
       // The model could not say whose state failed: every request of the step.
-      for (const Member& x : members) leaving.emplace_back(x.request, steps.status());
+      for (const Member& x : stepping) leaving.emplace_back(x.request, steps.status());
     } else {
       for (size_t i = 0; i < steps->size(); ++i) {
         StreamStep& step = (*steps)[i];
-        InferenceRequest* r = members[i].request;
+        InferenceRequest* r = stepping[i].request;
         if (!step.error.ok()) {
           leaving.emplace_back(r, std::move(step.error));
           continue;
