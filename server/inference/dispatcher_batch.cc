@@ -36,6 +36,40 @@ Status GoneStatus(const DispatchedModel& model, const InferenceRequest& r, Clock
   return Status::Ok();
 }
 
+// Hands each response of a step to its stream, in the states' order; returns
+// the requests that leave now, each with its status (OK: it finished).
+Leaving AnswerStep(const DispatchedModel& model, const std::vector<Member>& stepping,
+                   StatusOr<std::vector<StreamStep>>& steps, std::chrono::microseconds limit) {
+  Leaving leaving;
+  if (!steps.ok()) {
+    // The model could not say whose state failed: every request of the step.
+    for (const Member& x : stepping) leaving.emplace_back(x.request, steps.status());
+    return leaving;
+  }
+  for (size_t i = 0; i < steps->size(); ++i) {
+    StreamStep& step = (*steps)[i];
+    InferenceRequest* r = stepping[i].request;
+    if (!step.error.ok()) {
+      leaving.emplace_back(r, std::move(step.error));
+      continue;
+    }
+    Status sent = Status::Ok();
+    if (step.responded) {
+      sent = r->stream ? r->stream(step.outputs, limit)
+                       : Internal("model '" + model.manifest().name +
+                                  "' streams, but its request has no stream");
+    }
+    if (!sent.ok()) {
+      leaving.emplace_back(r, std::move(sent));
+    } else if (step.finished) {
+      leaving.emplace_back(r, Status::Ok());
+    } else if (Status gone = GoneStatus(model, *r, Clock::now()); !gone.ok()) {
+      leaving.emplace_back(r, std::move(gone));
+    }
+  }
+  return leaving;
+}
+
 }  // namespace
 
 std::vector<InferenceRequest*> Dispatcher::JoinBatch(size_t slot, Execution& execution, size_t room,
@@ -196,33 +230,7 @@ void Dispatcher::RunBatch(size_t slot, Execution& execution) {
     }
     if (!leave(failed)) return;
 
-    Leaving leaving;
-    if (!steps.ok()) {
-      // The model could not say whose state failed: every request of the step.
-      for (const Member& x : stepping) leaving.emplace_back(x.request, steps.status());
-    } else {
-      for (size_t i = 0; i < steps->size(); ++i) {
-        StreamStep& step = (*steps)[i];
-        InferenceRequest* r = stepping[i].request;
-        if (!step.error.ok()) {
-          leaving.emplace_back(r, std::move(step.error));
-          continue;
-        }
-        Status sent = Status::Ok();
-        if (step.responded) {
-          sent = r->stream ? r->stream(step.outputs, limit)
-                           : Internal("model '" + m.name + "' streams, but its request has no stream");
-        }
-        if (!sent.ok()) {
-          leaving.emplace_back(r, std::move(sent));
-        } else if (step.finished) {
-          leaving.emplace_back(r, Status::Ok());
-        } else if (Status gone = GoneStatus(model, *r, Clock::now()); !gone.ok()) {
-          leaving.emplace_back(r, std::move(gone));
-        }
-      }
-    }
-    if (!leave(leaving)) return;
+    if (!leave(AnswerStep(model, stepping, steps, limit))) return;
 
     MutexLock lock(mu_);
     if (execution.answered) return;
