@@ -4,7 +4,8 @@
 // mid-stream up to the model's size, each stream's responses in order; an
 // exception naming one state fails that request alone; one naming none fails
 // the step's requests; a cancelled stream and one past its deadline leave
-// while the others go on; the requests are counted once each.
+// while the others go on; the requests are counted once each, and /metrics
+// shows the running streams and the batch size of each step.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include <map>
 #include <thread>
 
+#include "tests/test_util/http_client.h"
 #include "tests/test_util/server_fixture.h"
 
 namespace manypy {
@@ -201,6 +203,48 @@ TEST_F(BatchedStreamingTest, ACancelledStreamAndOnePastItsDeadlineLeaveWhileTheO
   }
   EXPECT_EQ(stats.inference_stats().success().count(), 1u);
   EXPECT_EQ(stats.inference_stats().cancel().count() + stats.inference_stats().fail().count(), 2u);
+}
+
+// The value of the sample `series` (name and labels) in `metrics`; -1 if absent.
+double Sample(const std::string& metrics, const std::string& series) {
+  size_t at = metrics.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(metrics.substr(at + series.size() + 2));
+}
+
+TEST_F(BatchedStreamingTest, MetricsShowTheRunningStreamsAndTheBatchSizeOfEachStep) {
+  Start();
+  const std::string labels = R"({model="batched_counter",version="1"})";
+  grpc::ClientContext ctx;
+  auto s = Open(&ctx);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s->Write(Counter("s" + std::to_string(i), 150, 5)));
+  inference::ModelStreamInferResponse r;
+  std::map<std::string, size_t> early;  // responses read before the scrape, by request
+  for (int i = 0; i < 9; ++i) {
+    ASSERT_TRUE(s->Read(&r));
+    early[r.infer_response().id()]++;
+  }
+  double streams = -1;
+  for (auto until = Clock::now() + 5s; Clock::now() < until && streams != 3; std::this_thread::sleep_for(10ms)) {
+    testing::HttpConnection metrics(server_.metrics_port());
+    streams = Sample(metrics.Send("GET", "/metrics").body, "manypy_active_streams" + labels);
+  }
+  EXPECT_EQ(streams, 3);
+  std::map<std::string, Received> got = ReadAll(*s, 3);
+  for (auto& [id, x] : got) EXPECT_EQ(early[id] + x.index.size(), 150u) << id;
+  s->WritesDone();
+  EXPECT_TRUE(s->Finish().ok());
+  // Each step is one execution whose rows are the streams it advanced: the
+  // histogram's count is the steps, its sum the responses computed.
+  inference::ModelStatistics stats = Statistics("batched_counter");
+  testing::HttpConnection metrics(server_.metrics_port());
+  std::string text = metrics.Send("GET", "/metrics").body;
+  EXPECT_EQ(Sample(text, "manypy_batch_size_count" + labels),
+            static_cast<double>(stats.execution_count()));
+  EXPECT_EQ(Sample(text, "manypy_batch_size_sum" + labels), static_cast<double>(stats.inference_count()));
+  EXPECT_EQ(stats.inference_count(), 450u);  // 3 x 150 responses
+  EXPECT_LT(stats.execution_count(), 450u);  // in fewer steps: they were batched
+  EXPECT_EQ(Sample(text, "manypy_active_streams" + labels), 0);
 }
 
 }  // namespace
