@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
 
 all: build
 
@@ -112,6 +112,12 @@ bench-many-models: build
 bench-python-native: models
 	/usr/bin/python3 tests/bench/bench_python_native.py --build $(BUILD) \
 	  --repository $(BUILD)/model-repository --out bench-results/python_native.json
+
+# Text generation: models/llama_decoder over gRPC streaming at 1, 4 and 16
+# streams, with and without continuous batching, in alternated rounds.
+bench-generate: build
+	mkdir -p bench-results
+	/usr/bin/python3 tests/bench/bench_generate.py --build $(BUILD) --out bench-results/generate.json
 
 # Triton's extensions against their baselines in the same run: the response cache
 # (resnet18, a repeated request vs a computed one; target <= 0.1x).

@@ -21,6 +21,7 @@ skipped with the reason printed.
 """
 import argparse
 import importlib
+import inspect
 import os
 import sys
 import time
@@ -48,6 +49,7 @@ MODELS = (
     "wav2vec2_base",
     "tiny_decoder",
     "char_lm",
+    "llama_decoder",
     "detect_and_classify",
     "gru_stream",
     "compiled_mlp",
@@ -109,12 +111,17 @@ def package_model(name, out_dir, force=False, torchscript=False, aoti=False):
     # A model that calls others (CALLS) cannot run outside the server: its
     # signature is declared, not found by running an example.
     example = None if hasattr(module, "CALLS") else module.example_inputs()
+    signature = dict(module.SIGNATURE)
+    # A model declared for the OpenAI routes (OPENAI, docs/text-generation.md)
+    # says so where the packager takes the declaration.
+    if hasattr(module, "OPENAI") and "openai" in inspect.signature(manypy.package.export).parameters:
+        signature["openai"] = module.OPENAI
     with warnings.catch_warnings():
         # wav2vec2_base's None second output is left out by design (its docstring).
         warnings.filterwarnings("ignore", message=r"output\(s\) .* None for the example inputs")
         manifest = manypy.package.export(
             module.build(), path, name=name, version=1, example_inputs=example,
-            more_example_inputs=more, modules=[module], **module.SIGNATURE)
+            more_example_inputs=more, modules=[module], **signature)
     return path, manifest
 
 

@@ -293,8 +293,12 @@ std::vector<Dispatcher::ModelLoad> Dispatcher::Loads() const {
   MutexLock lock(mu_);
   std::vector<ModelLoad> out;
   for (const auto& model : models_) {
+    size_t streams = 0;
+    for (const auto& e : running_) {
+      if (e->model == model && e->streaming) streams += e->requests.size();
+    }
     out.push_back({model->manifest().name, model->manifest().version,
-                   model->scheduler_->queued(), model->running_});
+                   model->scheduler_->queued(), model->running_, streams});
   }
   return out;
 }

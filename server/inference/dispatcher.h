@@ -100,6 +100,7 @@ class Dispatcher {
     int64_t version = 0;
     size_t queued = 0;
     size_t running = 0;
+    size_t streams = 0;  ///< streaming requests running (in running batches or alone)
   };
   std::vector<ModelLoad> Loads() const EXCLUDES(mu_);
   size_t slots() const { return options_.slots; }
@@ -112,6 +113,22 @@ class Dispatcher {
   /// request's `stream` as the model yields them. The execution limit bounds
   /// the model's time to each response, not the client's time to read it.
   void RunStream(size_t slot, Execution& execution) EXCLUDES(mu_);
+  /// Run for a streaming model that batches continuously
+  /// (Executable::continuous_batching): the execution is the slot's running
+  /// batch. Requests queued for the model join it at each step boundary, up
+  /// to the model's size; each leaves at a boundary when it finishes, fails,
+  /// is cancelled or passes its deadline, the others going on; it ends when
+  /// none is left (dispatcher_batch.cc).
+  void RunBatch(size_t slot, Execution& execution) EXCLUDES(mu_);
+  /// RunBatch's parts. Moves up to `room` queued requests of the execution's
+  /// model into it (and the expired ones into `expired`); returns them.
+  std::vector<InferenceRequest*> JoinBatch(
+      size_t slot, Execution& execution, size_t room,
+      std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired) REQUIRES(mu_);
+  /// Moves the requests in `leaving` out of the execution; empty when Abandon
+  /// answered them already (then nothing more may touch them).
+  std::vector<RequestPtr> LeaveBatch(Execution& execution,
+                                     const std::vector<InferenceRequest*>& leaving) REQUIRES(mu_);
   /// Starts `execution` of its model (counted as running, watched), runs it
   /// on `slot` on this thread, and ends it (mu_ released while it runs).
   void Execute(size_t slot, const std::shared_ptr<Execution>& execution) REQUIRES(mu_);

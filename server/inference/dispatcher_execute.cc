@@ -98,7 +98,10 @@ void Dispatcher::NestedAnswered() {
 void Dispatcher::Run(size_t slot, Execution& execution) {
   DispatchedModel& model = *execution.model;
   const Manifest& m = model.manifest();
-  if (m.streaming) return RunStream(slot, execution);
+  if (m.streaming) {
+    if (model.executable().continuous_batching() > 0) return RunBatch(slot, execution);
+    return RunStream(slot, execution);
+  }
   int64_t rows = 0;
   for (auto& r : execution.requests) {
     r->times.started = execution.started;

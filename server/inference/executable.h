@@ -12,6 +12,7 @@
 #include "common/mutex.h"
 #include "common/status.h"
 #include "interpreters/value.h"
+#include "server/inference/stream_step.h"
 
 namespace manypy {
 
@@ -107,6 +108,33 @@ class Executable {
                            const ResponseSink& sink, std::string* error_type) {
     (void)slot, (void)inputs, (void)hook, (void)sink, (void)error_type;
     return Internal("this model does not stream its responses");
+  }
+  /// Continuous batching (a streaming model's start/step API,
+  /// docs/text-generation.md): how many requests one step may advance; 0
+  /// when the model does not opt in (then RunStream serves it). Known once
+  /// Prepare has run.
+  virtual size_t continuous_batching() const { return 0; }
+  /// A request joins the running batch on slot `slot` under `key` (unique on
+  /// that slot while it runs): the model's start(inputs) makes its state
+  /// there. A failure fails this request alone (as RunReportingError's).
+  virtual Status StartBatchedStream(size_t slot, uint64_t key, const std::vector<Value>& inputs,
+                                    InterruptHook* hook, std::string* error_type) {
+    (void)slot, (void)key, (void)inputs, (void)hook, (void)error_type;
+    return Internal("this model does not batch its streams continuously");
+  }
+  /// One step of the running batch on `slot`: advances the states of `keys`,
+  /// one StreamStep per key in order. An error status: the step failed and
+  /// the model could not say for whom (every request of the step fails).
+  virtual StatusOr<std::vector<StreamStep>> StepBatchedStreams(size_t slot,
+                                                               const std::vector<uint64_t>& keys,
+                                                               InterruptHook* hook,
+                                                               std::string* error_type) {
+    (void)slot, (void)keys, (void)hook, (void)error_type;
+    return Internal("this model does not batch its streams continuously");
+  }
+  /// The requests of `keys` left the running batch on `slot`: their states go.
+  virtual void EndBatchedStreams(size_t slot, const std::vector<uint64_t>& keys) {
+    (void)slot, (void)keys;
   }
   /// Drops, in interpreter slot `slot`, the states of the sequences named by
   /// `keys` (manypy.request.state: they ended or timed out). Called by the

@@ -160,10 +160,15 @@ StatusOr<std::unique_ptr<PythonModel>> PythonModel::Open(
                                                       s.FromValue(names), s.FromValue(device),
                                                       s.FromValue(batched)});
   });
+  ReplicatedObject batch = pool->Replicate([=](InterpreterSession& s) {
+    return DefineModelRuntime(s).Attr("start_batch").CallWith(
+        {model.In(s), s.FromValue(method), s.FromValue(names), s.FromValue(device),
+         s.FromValue(batched)});
+  });
   std::string heap_key = PythonHeapMeasurements::Key(archive_path, file);
   return std::unique_ptr<PythonModel>(new PythonModel(pool, std::move(archive), std::move(*storages),
                                                       std::move(model), std::move(runner),
-                                                      std::move(heap_key)));
+                                                      std::move(batch), std::move(heap_key)));
 }
 
 Status PythonModel::Prepare(size_t slot) {
@@ -207,6 +212,16 @@ Status PythonModel::Prepare(size_t slot) {
                                .CallWith({model_.In(session), session.FromValue(StorageValues(*storages_))})
                                .ToValue()
                                .to_int();
+    if (manifest.streaming) {
+      // A bad continuous_batching declaration fails the load, naming it.
+      int64_t size = DefineModelRuntime(session)
+                         .Attr("batch_size")
+                         .CallWith({model_.In(session)})
+                         .ToValue()
+                         .to_int();
+      if (size > 0) batch_.In(session);
+      continuous_batching_ = static_cast<size_t>(size);
+    }
     if (DefineModelRuntime(session)
             .Attr("is_compiled")
             .CallWith({model_.In(session)})
@@ -255,6 +270,7 @@ void PythonModel::Release(size_t slot) {
           .Call({Value(SequenceStateLoad(*this)), Value()});
     }));
     runner_.DropIn(session);
+    batch_.DropIn(session);
     model_.DropIn(session);
   }
   CollectGarbage(slot);
@@ -268,7 +284,10 @@ PythonModel::~PythonModel() {
   // frees nothing until that interpreter's cyclic collector runs, which an idle
   // interpreter may never do: each reload kept ~12 MiB resident until some
   // later allocation happened to trigger a full collection (make soak).
-  { ReplicatedObject runner = std::move(runner_), model = std::move(model_); }
+  {
+    ReplicatedObject runner = std::move(runner_), batch = std::move(batch_),
+                     model = std::move(model_);
+  }
   MutexLock lock(released_mu_);
   for (size_t i = 0; i < pool_->size(); ++i) {
     if (!released_[i]) CollectGarbage(i);
@@ -377,6 +396,68 @@ Status PythonModel::RunStream(size_t slot, const std::vector<Value>& inputs, Int
   hook->Disarm();
   session.EndInterruptible(token);
   return status;
+}
+
+Status PythonModel::StartBatchedStream(size_t slot, uint64_t key, const std::vector<Value>& inputs,
+                                       InterruptHook* hook, std::string* error_type) {
+  InterpreterSession session = pool_->AcquireAt(slot);
+  uint64_t token = session.BeginInterruptible();
+  hook->Arm([pool = pool_, slot, token] { pool->Interrupt(slot, token); });
+  Status status = RunPython(
+      [&] {
+        batch_.In(session).Attr("start").Call(
+            {Value(static_cast<int64_t>(key)), Value::List(inputs)});
+      },
+      [&](const PythonError& e) { return ModelRaised(e, error_type); });
+  hook->Disarm();
+  session.EndInterruptible(token);
+  return status;
+}
+
+StatusOr<std::vector<StreamStep>> PythonModel::StepBatchedStreams(size_t slot,
+                                                                  const std::vector<uint64_t>& keys,
+                                                                  InterruptHook* hook,
+                                                                  std::string* error_type) {
+  InterpreterSession session = pool_->AcquireAt(slot);
+  uint64_t token = session.BeginInterruptible();
+  hook->Arm([pool = pool_, slot, token] { pool->Interrupt(slot, token); });
+  Value::Items key_values;
+  for (uint64_t k : keys) key_values.emplace_back(static_cast<int64_t>(k));
+  StatusOr<Value> result = RunPython(
+      [&] { return batch_.In(session).Attr("step").Call({Value::List(std::move(key_values))}).ToValue(); },
+      [&](const PythonError& e) { return ModelRaised(e, error_type); });
+  hook->Disarm();
+  session.EndInterruptible(token);
+  if (!result.ok()) return result.status();
+  // The runtime answers [outputs or None, finished, error or None] per key.
+  std::vector<StreamStep> steps;
+  for (const Value& entry : result->items()) {
+    const Value::Items& parts = entry.items();
+    StreamStep step;
+    if (!parts[0].is_none()) {
+      step.responded = true;
+      step.outputs = parts[0].items();
+    }
+    step.finished = parts[1].to_bool();
+    if (!parts[2].is_none()) {
+      step.error = Internal("model '" + manifest().name + "' raised " + parts[2].to_str() +
+                            " in step() for this request");
+    }
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+void PythonModel::EndBatchedStreams(size_t slot, const std::vector<uint64_t>& keys) {
+  Value::Items key_values;
+  for (uint64_t k : keys) key_values.emplace_back(static_cast<int64_t>(k));
+  Status dropped = pool_->RunAt(slot, [&](InterpreterSession& session) {
+    batch_.In(session).Attr("drop").Call({Value::List(std::move(key_values))});
+  });
+  if (!dropped.ok()) {  // a state's own __del__ raising: the state is gone either way
+    Log(LogLevel::kWarning, "model '" + manifest().name + "': dropping stream states: " +
+                                dropped.message());
+  }
 }
 
 }  // namespace manypy

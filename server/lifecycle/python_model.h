@@ -73,6 +73,15 @@ class PythonModel final : public Executable {
   Status RunStream(size_t slot, const std::vector<Value>& inputs, InterruptHook* hook,
                    const ResponseSink& sink, std::string* error_type) override;
 
+  /// Continuous batching (Executable's): the model's start/step in interpreter `slot`.
+  size_t continuous_batching() const override { return continuous_batching_.load(); }
+  Status StartBatchedStream(size_t slot, uint64_t key, const std::vector<Value>& inputs,
+                            InterruptHook* hook, std::string* error_type) override;
+  StatusOr<std::vector<StreamStep>> StepBatchedStreams(size_t slot, const std::vector<uint64_t>& keys,
+                                                       InterruptHook* hook,
+                                                       std::string* error_type) override;
+  void EndBatchedStreams(size_t slot, const std::vector<uint64_t>& keys) override;
+
   /// Drops those sequences' states in interpreter `slot` (not after Release).
   void DropSequenceStates(size_t slot, const std::vector<std::string>& keys) override;
 
@@ -93,13 +102,14 @@ class PythonModel final : public Executable {
  private:
   PythonModel(InterpreterPool* pool, std::unique_ptr<PackageArchive> archive,
                 std::shared_ptr<MappedStorages> storages, ReplicatedObject model,
-                ReplicatedObject runner, std::string heap_key)
+                ReplicatedObject runner, ReplicatedObject batch, std::string heap_key)
       : pool_(pool),
         archive_(std::move(archive)),
         storages_(std::move(storages)),
         heap_key_(std::move(heap_key)),
         model_(std::move(model)),
         runner_(std::move(runner)),
+        batch_(std::move(batch)),
         released_(pool->size(), false),
         slot_bytes_(pool->size(), 0) {}
 
@@ -119,10 +129,14 @@ class PythonModel final : public Executable {
   // infer(inputs), or for a streaming model start_stream(inputs), with the
   // model, method, output names and device bound.
   ReplicatedObject runner_;
+  // For a streaming model, its running batch's states in each interpreter
+  // (the runtime's Batch), used when the model opts into continuous batching.
+  ReplicatedObject batch_;
   mutable Mutex released_mu_;
   std::vector<bool> released_ GUARDED_BY(released_mu_);       // per interpreter, by Release
   std::vector<int64_t> slot_bytes_ GUARDED_BY(released_mu_);  // measured by Prepare
   std::atomic<bool> compiled_{false};  // set by Prepare
+  std::atomic<size_t> continuous_batching_{0};  // set by Prepare
 };
 
 }  // namespace manypy

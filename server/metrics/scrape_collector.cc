@@ -134,14 +134,19 @@ std::vector<MetricFamily> ScrapeCollector::Collect() const {
                        MetricType::Gauge);
   auto running = Family("manypy_in_flight_executions",
                         "Calls of the model version running now", MetricType::Gauge);
+  auto streams = Family("manypy_active_streams",
+                        "Streaming requests of the model version running now (in running "
+                        "batches or alone)", MetricType::Gauge);
   for (const auto& load : dispatcher_->Loads()) {
     std::vector<ClientMetric::Label> labels{{"model", load.name},
                                             {"version", std::to_string(load.version)}};
     AddValue(&queued, static_cast<double>(load.queued), labels);
     AddValue(&running, static_cast<double>(load.running), labels);
+    AddValue(&streams, static_cast<double>(load.streams), labels);
   }
   out.push_back(std::move(queued));
   out.push_back(std::move(running));
+  out.push_back(std::move(streams));
   auto interpreters = Family("manypy_interpreters", "Interpreters in the pool", MetricType::Gauge);
   AddValue(&interpreters, static_cast<double>(dispatcher_->slots()));
   out.push_back(std::move(interpreters));

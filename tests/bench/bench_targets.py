@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The ratio targets of make bench, bench-batching, bench-pool and
-bench-memory, each judged from paired rounds (tests/bench/paired_rounds.py):
+"""The ratio targets of make bench, bench-batching, bench-pool,
+bench-memory and bench-generate, each judged from paired rounds (tests/bench/paired_rounds.py):
 the two sides were measured in alternated rounds, each round gives one
 ratio, and the verdict is the median ratio's bootstrap 90% interval against
 the target: "holds", "misses" or "inconclusive".
@@ -246,9 +246,44 @@ def pool_targets(records):
 
 
 # ---------------------------------------------------------------------------
+# make bench-generate: generate.json (continuous batching, docs/continuous-batching.md).
+
+GENERATE_THROUGHPUT, GENERATE_TTFT = 4.0, 2.0
+
+
+def generate_targets(result):
+    levels = result.get("levels", {})
+    one, sixteen = levels.get("1"), levels.get("16")
+    if not one or not sixteen:
+        return []
+    rounds16, rounds1 = sixteen["rounds"], one["rounds"]
+    rows = [
+        judge(f"llama_decoder 16 streams: tokens/s with continuous batching >= "
+              f"{GENERATE_THROUGHPUT}x without",
+              f"{fmt(sixteen['batched_tokens_per_s'], 0)} vs "
+              f"{fmt(sixteen['unbatched_tokens_per_s'], 0)} tokens/s",
+              paired_ratios([r["batched"]["tokens_per_s"] for r in rounds16],
+                            [r["unbatched"]["tokens_per_s"] for r in rounds16]),
+              GENERATE_THROUGHPUT, True),
+        judge(f"llama_decoder with continuous batching: TTFT p50 at 16 streams <= "
+              f"{GENERATE_TTFT}x at 1",
+              f"{fmt(sixteen['batched_ttft_p50_ms'])} vs {fmt(one['batched_ttft_p50_ms'])} ms",
+              paired_ratios([r["batched"]["ttft_p50_ms"] for r in rounds16],
+                            [r["batched"]["ttft_p50_ms"] for r in rounds1]),
+              GENERATE_TTFT, False)]
+    lost = sum(r[side]["lost_or_reordered"] for level in levels.values()
+               for r in level["rounds"] for side in ("batched", "unbatched"))
+    rows.append({"target": "llama_decoder: 0 streams lost or reordered", "measured": f"{lost}",
+                 "unit": "", "verdict": {"verdict": "holds" if lost == 0 else "misses",
+                                         "why": f"{lost} stream(s) lost or reordered"}})
+    return rows
+
+
+# ---------------------------------------------------------------------------
 
 SOURCES = {"serving": ("serving.json", serving_targets), "memory": ("memory.json", memory_targets),
-           "batching": ("batching.json", batching_targets), "pool": ("pool.json", pool_targets)}
+           "batching": ("batching.json", batching_targets), "pool": ("pool.json", pool_targets),
+           "generate": ("generate.json", generate_targets)}
 
 
 def all_targets(folder, only=None):

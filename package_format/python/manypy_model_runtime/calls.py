@@ -150,6 +150,20 @@ def infer(model, method, output_names, device, batched, inputs):
     return outputs
 
 
+def call_as_running(model, work):
+    """work() as a call of `model` under inference mode, the server's
+    module told which model runs (continuous batching's start and step)."""
+    global _running
+    _running = model
+    api = _enter(model)
+    try:
+        with torch.inference_mode():
+            return work()
+    finally:
+        _running = None
+        _leave(api)
+
+
 def _is_stream(result):
     return isinstance(result, collections.abc.Iterator) and not isinstance(result, torch.Tensor)
 

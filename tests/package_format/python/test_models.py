@@ -201,6 +201,26 @@ class ExampleModelsTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "max_tokens: 513 is not in 1..512"):
             text([b"abc"], 513)
 
+    def test_llama_decoder(self):
+        module = make_repository.load("llama_decoder")
+        self.assertTrue(module.__doc__.startswith("llama_decoder:"))
+        model = module.build()
+        self.assertFalse(model.training)
+        self.assertEqual(model.continuous_batching, 16)
+        outputs = M.tensor_specs(module.SIGNATURE["outputs"], "outputs")
+        args = module.example_inputs()
+        with torch.inference_mode():
+            responses = list(model(*args))
+        self.assertEqual(len(responses), int(args[2][0]))
+        for r in responses:
+            for spec, value in zip(outputs, served_values(r, [o["name"] for o in outputs])):
+                self.check_value(spec, value, None, f"llama_decoder output {spec['name']}")
+        self.assertEqual([r["FINISH_REASON"][0] for r in responses], [b"", b"", b"", b"length"])
+        chat = b'[{"role": "user", "content": "hello"}]'
+        self.assertEqual(module._prompt([b"ignored"], [chat]), b"user: hello\nassistant: ")
+        with self.assertRaisesRegex(ValueError, "MAX_TOKENS: 257 is more than 256"):
+            model.start([b"x"], [b""], torch.tensor([257]), torch.tensor([1.0]), torch.tensor([1]))
+
     def test_two_io(self):
         _, args, result = self.check_model("two_io", None)
         self.assertTrue(torch.equal(result["SUM"], torch.tensor([11.0, 22.0, 33.0, 44.0])))

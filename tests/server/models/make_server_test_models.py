@@ -139,7 +139,7 @@ def export_torch_versions(out):
 def export_streaming_models(out):
     """streaming/: ticker (its streaming detected from its example's
     generator), raises_after_three and wrong_type (detected from forward
-    being a generator function)."""
+    being a generator function), batched_counter (continuous batching)."""
     import torch
     folder = os.path.join(out, "streaming")
     os.makedirs(folder, exist_ok=True)
@@ -155,6 +155,11 @@ def export_streaming_models(out):
                           name="raises_after_three", **io)
     manypy.package.export(streaming_models.WrongType(), os.path.join(folder, "wrong_type.mpk"),
                           name="wrong_type", **io)
+    manypy.package.export(
+        streaming_models.BatchedCounter(), os.path.join(folder, "batched_counter.mpk"),
+        name="batched_counter", inputs=[one("COUNT"), one("FAIL_AT"), one("STEP_MS")],
+        outputs=[("INDEX", "INT64", [1]), ("BATCH", "INT64", [1])],
+        example_inputs=(torch.tensor([2]), torch.tensor([-1]), torch.tensor([0])))
 
 
 def export_composition_models(out):
