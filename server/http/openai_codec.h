@@ -1,0 +1,91 @@
+// The OpenAI API's JSON (docs/text-generation.md) and the protocol's
+// messages: a request's fields onto a model's inputs as its manifest's
+// `openai` field maps them (DecodeOpenAiCall, DecodeOpenAiInputs), and a
+// model's responses onto completions, chat completions and embeddings
+// (OpenAiAnswer, EncodeEmbeddings). Pure functions, thread-safe; an
+// OpenAiAnswer belongs to one request and is used by one thread at a time.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "package_format/openai_spec.h"
+#include "proto/grpc_service.pb.h"
+
+namespace manypy {
+
+/// What a request asks beside the model's inputs.
+struct OpenAiCall {
+  std::string route;  ///< kCompletionsRoute, kChatRoute or kEmbeddingsRoute
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;  ///< stream_options.include_usage
+  bool base64 = false;         ///< embeddings: encoding_format "base64"
+  int64_t dimensions = 0;      ///< embeddings: asked for; 0 = the model's
+  size_t inputs = 0;           ///< embeddings: the strings to embed
+};
+
+/// Parses `body` for `route` into `*doc` and `*call`: `model`, `stream`,
+/// `stream_options`, and every field the route knows but manypy does not do
+/// (n other than 1, logprobs, tools, ...) refused. INVALID_ARGUMENT with the
+/// field at fault in `*param` ("" for the body as a whole).
+Status DecodeOpenAiCall(std::string_view body, const std::string& route, rapidjson::Document* doc,
+                        OpenAiCall* call, std::string* param);
+
+/// Fills `wire` (model `metadata.name()`, its newest version) with the model's
+/// inputs from `doc`'s fields as `spec` maps them, defaults for those the
+/// request leaves out; a field set that the model does not map is refused.
+/// INVALID_ARGUMENT with the field at fault in `*param`.
+Status DecodeOpenAiInputs(const rapidjson::Document& doc, OpenAiCall* call, const OpenAiSpec& spec,
+                          const inference::ModelMetadataResponse& metadata,
+                          inference::ModelInferRequest* wire, std::string* param);
+
+/// One completion or chat completion being answered: takes the model's
+/// responses in order and gives the stream's chunks or the whole answer.
+class OpenAiAnswer {
+ public:
+  OpenAiAnswer(OpenAiCall call, OpenAiSpec spec, std::string id, int64_t created);
+
+  /// Reads one response's text, finish reason and token counts; returns the
+  /// chunk to stream for it ("" when it carries no text). INTERNAL, naming
+  /// the model and the output, when a mapped output is missing or malformed.
+  StatusOr<std::string> Add(const inference::ModelInferResponse& response);
+  /// The stream's last chunks after the model's last response: the finish
+  /// reason's, then the usage's when asked for (without "[DONE]").
+  std::vector<std::string> FinishChunks();
+  /// The whole non-streamed answer (text joined, finish reason, usage).
+  std::string Whole() const;
+
+ private:
+  /// A chunk's JSON with `text` (chat: as a delta) and `finish_reason` ("" = null).
+  std::string Chunk(const std::string& text, const std::string& finish_reason);
+
+  const OpenAiCall call_;
+  const OpenAiSpec spec_;
+  const std::string id_;
+  const int64_t created_;
+  std::string text_;
+  std::string finish_reason_;
+  int64_t prompt_tokens_ = 0;
+  int64_t completion_tokens_ = 0;
+  bool role_sent_ = false;  ///< chat: the first delta carries the role
+};
+
+/// The /v1/embeddings answer from the model's one response. INTERNAL when
+/// the embedding output is missing or not one row per input; INVALID_ARGUMENT
+/// (param "dimensions") when the rows are not `call.dimensions` long.
+StatusOr<std::string> EncodeEmbeddings(const OpenAiCall& call, const OpenAiSpec& spec,
+                                       const inference::ModelInferResponse& response,
+                                       std::string* param);
+
+/// OpenAI's error body, {"error": {"message", "type", "param", "code"}}:
+/// `type` from `status`'s code, `param` and `code` null when empty.
+std::string OpenAiErrorJson(const Status& status, const std::string& param,
+                            const std::string& code);
+
+}  // namespace manypy
