@@ -307,20 +307,23 @@ Status DecodeOpenAiInputs(const rapidjson::Document& doc, OpenAiCall* call, cons
       values.PushBack(Str(JsonOf(*v), a), a);
       shape = {1};
     } else {
-      double lo = field == "max_tokens" ? 0 : field == "seed" ? -9.2e18 : 0;
-      double hi = field == "temperature" ? 2 : field == "top_p" ? 1 : 9.2e18;
+      // The ranges OpenAI's API reference gives.
+      const bool integer = field == "max_tokens" || field == "seed";
+      const double lo = field == "seed" ? -9.2e18 : 0;
+      const double hi = field == "temperature" ? 2 : field == "top_p" ? 1 : 9.2e18;
+      const char* range = field == "temperature" ? "a number from 0 to 2"
+                          : field == "top_p"     ? "a number from 0 to 1"
+                          : field == "seed"      ? "an integer"
+                                                 : "an integer >= 0";
       if (v == nullptr) {
         if (field == "temperature" || field == "top_p") values.PushBack(1.0, a);
         else values.PushBack(int64_t{-1}, a);
       } else {
-        bool integer = field == "max_tokens" || field == "seed";
-        if ((integer && !v->IsInt64()) || !v->IsNumber() || v->GetDouble() < lo || v->GetDouble() > hi) {
-          return Bad(param, field == "max_tokens" && doc.HasMember("max_completion_tokens")
-                                ? "max_completion_tokens" : field,
-                     "'" + field + "' must be " + (integer ? "an integer" : "a number") +
-                         (field == "seed" ? "" : " in " + JsonOf(Value(lo)) + ".." +
-                                                     (hi > 1e18 ? std::string("") : JsonOf(Value(hi)))) +
-                         ", got " + JsonOf(*v));
+        if ((integer && !v->IsInt64()) || !v->IsNumber() || v->GetDouble() < lo ||
+            v->GetDouble() > hi) {
+          const bool newer_name = field == "max_tokens" && doc.HasMember("max_completion_tokens");
+          const std::string named = newer_name ? "max_completion_tokens" : field;
+          return Bad(param, named, "'" + named + "' must be " + range + ", got " + JsonOf(*v));
         }
         values.PushBack(Value(*v, a), a);
       }

@@ -85,7 +85,11 @@ TEST(OpenAiSpecTest, RefusesEveryRuleBrokenOnce) {
        "field 'openai.outputs.text': route 'completions' needs the output 'text' mapped"},
       {"embeddings without embedding", [](json& o) { o["routes"].push_back("embeddings"); },
        "needs the input 'input' mapped"},
-      {"mistyped output", [](json& o) { o["outputs"]["finish_reason"] = "TOKENS"; },
+      {"mistyped output",
+       [](json& o) {
+         o["outputs"].erase("completion_tokens");
+         o["outputs"]["finish_reason"] = "TOKENS";
+       },
        "field 'openai.outputs.finish_reason': route 'completions': output 'TOKENS' is INT32, "
        "expected BYTES"},
       {"wrong rank", [](json& o) { o["outputs"]["text"] = "VECTORS"; },

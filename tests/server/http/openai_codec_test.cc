@@ -91,8 +91,8 @@ TEST(OpenAiCodecTest, RefusalsNameTheParameter) {
       {R"({"model":"writer","prompt":["a","b"]})", "prompt", "at most 1"},
       {R"({"model":"writer","prompt":[1,2]})", "prompt", "token ids are not accepted"},
       {R"({"model":"writer"})", "prompt", "'prompt' is required"},
-      {R"({"model":"writer","prompt":"a","max_tokens":1.5})", "max_tokens", "must be an integer"},
-      {R"({"model":"writer","prompt":"a","temperature":3})", "temperature", "a number in 0..2"},
+      {R"({"model":"writer","prompt":"a","max_tokens":1.5})", "max_tokens", "'max_tokens' must be an integer >= 0, got 1.5"},
+      {R"({"model":"writer","prompt":"a","temperature":3})", "temperature", "'temperature' must be a number from 0 to 2, got 3"},
       {R"({"model":"writer","prompt":"a","stop":["1","2","3","4","5"]})", "stop", "at most 4"},
       {R"({"model":"writer","prompt":"a","seed":1})", "seed", "model 'writer' does not take 'seed'"},
       {R"({"model":"writer","prompt":"a","top_p":0.5})", "top_p", "does not take 'top_p'"},
@@ -186,7 +186,9 @@ TEST(OpenAiCodecTest, ResponsesBecomeChunksAndAWholeAnswer) {
             R"("finish_reason":null}],"usage":null})");
   StatusOr<std::string> second = answer.Add(Response("y", ""));
   EXPECT_EQ(second->find("role"), std::string::npos);
-  EXPECT_EQ(*answer.Add(Response("", "length")), "");  // no text: no chunk
+  StatusOr<std::string> none = answer.Add(Response("", "length"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, "");  // no text: no chunk
   std::vector<std::string> last = answer.FinishChunks();
   ASSERT_EQ(last.size(), 2u);
   EXPECT_NE(last[0].find(R"("delta":{},"logprobs":null,"finish_reason":"length")"), std::string::npos)
