@@ -8,7 +8,8 @@
 
 #include "common/mutex.h"
 #include "server/http/http_status.h"
-#include "server/http/openai_codec.h"
+#include "server/http/openai_answer_codec.h"
+#include "server/http/openai_request_codec.h"
 #include "server/http/proto_json.h"
 
 namespace manypy {

@@ -1,8 +1,8 @@
 // The OpenAI-compatible routes (docs/text-generation.md): /v1/models,
-// /v1/completions, /v1/chat/completions, /v1/embeddings, each
-// decode (openai_codec.h) -> InferenceServer::Infer -> encode. Stateless;
-// thread-safe. No lock held by the caller; `respond` may run later on a
-// dispatcher worker.
+// /v1/completions, /v1/chat/completions, /v1/embeddings, each decode
+// (openai_request_codec.h) -> InferenceServer::Infer -> encode
+// (openai_answer_codec.h). Stateless; thread-safe. No lock held by the
+// caller; `respond` may run later on a dispatcher worker.
 #pragma once
 
 #include <functional>

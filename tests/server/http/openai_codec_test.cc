@@ -2,7 +2,8 @@
 // fields fill the mapped inputs (defaults for those left out, a leading batch
 // dimension where the model has one), responses become chunks, whole answers
 // and embeddings.
-#include "server/http/openai_codec.h"
+#include "server/http/openai_answer_codec.h"
+#include "server/http/openai_request_codec.h"
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>

@@ -1,49 +1,19 @@
-// The OpenAI API's JSON (docs/text-generation.md) and the protocol's
-// messages: a request's fields onto a model's inputs as its manifest's
-// `openai` field maps them (DecodeOpenAiCall, DecodeOpenAiInputs), and a
-// model's responses onto completions, chat completions and embeddings
-// (OpenAiAnswer, EncodeEmbeddings). Pure functions, thread-safe; an
-// OpenAiAnswer belongs to one request and is used by one thread at a time.
+// A model's responses as OpenAI API answers (docs/text-generation.md):
+// completion and chat completion chunks or whole answers (OpenAiAnswer),
+// embeddings, and OpenAI's error body. OpenAiAnswer belongs to one request
+// and is used by one thread at a time; the functions are pure.
 #pragma once
-
-#include <rapidjson/document.h>
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "common/status.h"
 #include "package_format/openai_spec.h"
 #include "proto/grpc_service.pb.h"
+#include "server/http/openai_request_codec.h"
 
 namespace manypy {
-
-/// What a request asks beside the model's inputs.
-struct OpenAiCall {
-  std::string route;  ///< kCompletionsRoute, kChatRoute or kEmbeddingsRoute
-  std::string model;
-  bool stream = false;
-  bool include_usage = false;  ///< stream_options.include_usage
-  bool base64 = false;         ///< embeddings: encoding_format "base64"
-  int64_t dimensions = 0;      ///< embeddings: asked for; 0 = the model's
-  size_t inputs = 0;           ///< embeddings: the strings to embed
-};
-
-/// Parses `body` for `route` into `*doc` and `*call`: `model`, `stream`,
-/// `stream_options`, and every field the route knows but manypy does not do
-/// (n other than 1, logprobs, tools, ...) refused. INVALID_ARGUMENT with the
-/// field at fault in `*param` ("" for the body as a whole).
-Status DecodeOpenAiCall(std::string_view body, const std::string& route, rapidjson::Document* doc,
-                        OpenAiCall* call, std::string* param);
-
-/// Fills `wire` (model `metadata.name()`, its newest version) with the model's
-/// inputs from `doc`'s fields as `spec` maps them, defaults for those the
-/// request leaves out; a field set that the model does not map is refused.
-/// INVALID_ARGUMENT with the field at fault in `*param`.
-Status DecodeOpenAiInputs(const rapidjson::Document& doc, OpenAiCall* call, const OpenAiSpec& spec,
-                          const inference::ModelMetadataResponse& metadata,
-                          inference::ModelInferRequest* wire, std::string* param);
 
 /// One completion or chat completion being answered: takes the model's
 /// responses in order and gives the stream's chunks or the whole answer.
