@@ -64,7 +64,10 @@ std::pair<std::string, std::string> SideProblem(
     const std::vector<std::pair<std::string, std::string>>& map,
     const std::vector<TensorSpec>& tensors) {
   std::set<std::string> used;
-  for (const auto& [field, tensor] : map) {
+  for (const auto& entry : map) {
+    // Named copies: a lambda below cannot capture a structured binding in C++17.
+    const std::string& field = entry.first;
+    const std::string& tensor = entry.second;
     const std::string path = std::string(key) + "." + field;
     auto rule = std::find_if(rules.begin(), rules.end(),
                              [&](const FieldRule& r) { return field == r.field; });
