@@ -14,6 +14,8 @@ character of the source. Two sources are special:
   "params?"      -> one response, "t=<temperature> p=<top_p> s=<seed>
                     stop=<stop strings joined by |> n=<max_tokens>", so a test
                     sees what reached the model;
+  "fail!"        -> "f", then raises ValueError("asked to fail"): an error
+                    after the stream started;
   "slow:<path>"  -> "x" every 50 ms for ever (up to max_tokens), appending
                     "closed" to <path> when the generator is closed early.
 
@@ -63,6 +65,9 @@ class ByteWriter(nn.Module):
             yield _response(f"t={float(temperature[0]):.2f} p={float(top_p[0]):.2f} "
                             f"s={int(seed[0])} stop={'|'.join(stops)} n={limit}", "stop", n_prompt)
             return
+        if source == "fail!":
+            yield _response("f", "", n_prompt)
+            raise ValueError("asked to fail")
         if source.startswith("slow:"):
             path = source[len("slow:"):]
             try:

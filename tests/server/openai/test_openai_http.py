@@ -181,6 +181,17 @@ class OpenAiHttpTest(unittest.TestCase):
         self.assertError(self.http.call("POST", "/v1/completions", b"{not json"), 400, None)
         self.assertError(post("/v1/completions", {"prompt": "a"}), 400, "model")
 
+    def test_a_model_error_after_the_stream_started(self):
+        events = self.http.stream("/v1/completions",
+                                  {"model": "byte_writer", "prompt": "fail!", "stream": True})
+        self.assertEqual(json.loads(events[0])["choices"][0]["text"], "f")
+        error = json.loads(events[-1])["error"]  # the last event; no [DONE]
+        self.assertEqual(len(events), 2, events)
+        self.assertEqual(error["type"], "server_error")
+        self.assertIn("asked to fail", error["message"])
+        got = self.http.call("POST", "/v1/completions", {"model": "byte_writer", "prompt": "fail!"})
+        self.assertError(got, 500, None, None, "asked to fail")
+
     def test_unknown_model_and_undeclared_route(self):
         self.assertError(self.http.call("POST", "/v1/completions", {"model": "nope", "prompt": "a"}),
                          404, "model", "model_not_found", "nope")
