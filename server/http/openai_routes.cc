@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <vector>
 
 #include "common/mutex.h"
 #include "server/http/http_status.h"
@@ -128,21 +129,26 @@ void Generate(InferenceServer& server, HttpRequest r, const std::string& route, 
     };
     server.Infer(wire.get(), response.get(), std::move(options),
                  [wire, response, events, shared, s](const Status& status) {
-                   MutexLock lock(shared->mu);
-                   Status result = status;
-                   if (result.ok() && !s->streams) {  // an ordinary model: its one response
-                     StatusOr<std::string> chunk = shared->answer.Add(*response);
-                     if (!chunk.ok()) result = chunk.status();
-                     else if (!chunk->empty()) events->Push({Event(*chunk), nullptr});
-                   }
-                   if (!result.ok()) {
-                     events->Push({Event(OpenAiErrorJson(result, "", "")), nullptr});
-                   } else {
-                     for (const std::string& chunk : shared->answer.FinishChunks()) {
-                       events->Push({Event(chunk), nullptr});
+                   // The last events, made under the lock and pushed outside it.
+                   std::vector<std::string> last;
+                   {
+                     MutexLock lock(shared->mu);
+                     Status result = status;
+                     if (result.ok() && !s->streams) {  // an ordinary model: its one response
+                       StatusOr<std::string> chunk = shared->answer.Add(*response);
+                       if (!chunk.ok()) result = chunk.status();
+                       else if (!chunk->empty()) last.push_back(Event(*chunk));
                      }
-                     events->Push({"data: [DONE]\n\n", nullptr});
+                     if (!result.ok()) {
+                       last.push_back(Event(OpenAiErrorJson(result, "", "")));
+                     } else {
+                       for (const std::string& chunk : shared->answer.FinishChunks()) {
+                         last.push_back(Event(chunk));
+                       }
+                       last.push_back("data: [DONE]\n\n");
+                     }
                    }
+                   for (std::string& event : last) events->Push({std::move(event), nullptr});
                    events->End();
                  });
     return;
@@ -157,12 +163,15 @@ void Generate(InferenceServer& server, HttpRequest r, const std::string& route, 
   server.Infer(wire.get(), response.get(), std::move(options),
                [wire, response, shared, s, respond = std::move(respond)](const Status& status) {
                  if (!status.ok()) return respond(OpenAiError(status));
-                 MutexLock lock(shared->mu);
-                 if (!s->streams) {
-                   StatusOr<std::string> chunk = shared->answer.Add(*response);
-                   if (!chunk.ok()) return respond(OpenAiError(chunk.status()));
-                 }
-                 respond({200, shared->answer.Whole()});
+                 StatusOr<std::string> whole = [&]() -> StatusOr<std::string> {
+                   MutexLock lock(shared->mu);
+                   if (!s->streams) {  // an ordinary model: its one response
+                     StatusOr<std::string> chunk = shared->answer.Add(*response);
+                     if (!chunk.ok()) return chunk.status();
+                   }
+                   return shared->answer.Whole();
+                 }();
+                 respond(whole.ok() ? HttpResponse{200, *whole} : OpenAiError(whole.status()));
                });
 }
 
