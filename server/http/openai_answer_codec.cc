@@ -36,7 +36,7 @@ StatusOr<bool> Output(const inference::ModelInferResponse& response, const std::
 Status FirstOf(const inference::ModelInferResponse& response, const OpenAiSpec& spec,
                const std::string& piece, Value* out, rapidjson::Document* doc, bool* present) {
   *present = false;
-  const std::string& name = OpenAiSpec::Mapped(spec.outputs, piece);
+  const std::string name = OpenAiSpec::Mapped(spec.outputs, piece);
   if (name.empty()) return Status::Ok();
   StatusOr<bool> found = Output(response, name, doc);
   if (!found.ok()) return found.status();
@@ -181,7 +181,7 @@ std::string OpenAiAnswer::Whole() const {
 StatusOr<std::string> EncodeEmbeddings(const OpenAiCall& call, const OpenAiSpec& spec,
                                        const inference::ModelInferResponse& response,
                                        std::string* param) {
-  const std::string& name = OpenAiSpec::Mapped(spec.outputs, "embedding");
+  const std::string name = OpenAiSpec::Mapped(spec.outputs, "embedding");
   rapidjson::Document values;
   StatusOr<bool> found = Output(response, name, &values);
   if (!found.ok()) return found.status();
