@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
+.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
 
 all: build
 
@@ -118,6 +118,12 @@ bench-python-native: models
 bench-generate: build
 	mkdir -p bench-results
 	/usr/bin/python3 tests/bench/bench_generate.py --build $(BUILD) --out bench-results/generate.json
+
+# The OpenAI route's own cost: byte_writer streamed through /v1/completions (the
+# openai client where installed, else plain HTTP) vs gRPC ModelStreamInfer.
+bench-openai-route: build
+	mkdir -p bench-results
+	/usr/bin/python3 tests/bench/bench_openai_route.py --build $(BUILD) --out bench-results/openai_route.json
 
 # Triton's extensions against their baselines in the same run: the response cache
 # (resnet18, a repeated request vs a computed one; target <= 0.1x).

@@ -226,6 +226,41 @@ Status ParseSequenceBatching(const JsonFields& top, Manifest* m) {
   return Status::Ok();
 }
 
+// `openai` (docs/text-generation.md): read here, checked against the
+// signature by OpenAiProblem (openai_spec.cc).
+Status ParseOpenAi(const JsonFields& top, Manifest* m) {
+  StatusOr<const json*> obj = top.Object("openai", false);
+  if (!obj.ok() || *obj == nullptr) return obj.status();
+  JsonFields f(top.archive(), **obj, "openai.");
+  MANYPY_RETURN_IF_ERROR(f.Only({"routes", "inputs", "outputs"}));
+  StatusOr<const json*> routes = f.List("routes", true);
+  if (!routes.ok()) return routes.status();
+  for (size_t i = 0; i < (*routes)->size(); ++i) {
+    const json& r = (**routes)[i];
+    if (!r.is_string())
+      return f.Error("routes[" + std::to_string(i) + "]",
+                     std::string("expected a string, got ") + JsonFields::TypeName(r));
+    m->openai.routes.push_back(r.get<std::string>());
+  }
+  for (auto [key, map] : {std::pair{"inputs", &m->openai.inputs},
+                          std::pair{"outputs", &m->openai.outputs}}) {
+    StatusOr<const json*> fields = f.Object(key, true);
+    if (!fields.ok()) return fields.status();
+    if (!(*fields)->is_object())
+      return f.Error(key, std::string("expected an object, got ") + JsonFields::TypeName(**fields));
+    for (const auto& item : (*fields)->items()) {
+      if (!item.value().is_string())
+        return f.Error(std::string(key) + "." + item.key(),
+                       std::string("expected a tensor name, got ") +
+                           JsonFields::TypeName(item.value()));
+      map->emplace_back(item.key(), item.value().get<std::string>());
+    }
+  }
+  auto [field, problem] = OpenAiProblem(m->openai, m->inputs, m->outputs);
+  if (!problem.empty()) return f.Error(field, problem);
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string SequenceBatchingProblem(const Manifest& m, bool dynamic, bool response_cache) {
@@ -259,7 +294,7 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
       "schema_version", "name", "version", "platform", "entry_point", "method", "inputs",
       "outputs", "max_batch_size", "batching", "instance_count", "max_queue_size",
       "max_execution_seconds", "default_timeout_microseconds", "device", "description",
-      "streaming", "response_cache", "sequence_batching"};
+      "streaming", "response_cache", "sequence_batching", "openai"};
   if (m.schema_version >= 2) fields.push_back("packaged_with");
   MANYPY_RETURN_IF_ERROR(f.Only(fields));
   if (m.schema_version >= 2) MANYPY_RETURN_IF_ERROR(ParsePackagedWith(f, &m.packaged_with));
@@ -317,6 +352,7 @@ StatusOr<Manifest> ParseManifest(const std::string& json_text,
   std::string problem = StreamingProblem(m);
   if (!problem.empty()) return f.Error("streaming", problem);
   MANYPY_RETURN_IF_ERROR(ParseSequenceBatching(f, &m));
+  MANYPY_RETURN_IF_ERROR(ParseOpenAi(f, &m));
   return m;
 }
 

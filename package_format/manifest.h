@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "package_format/openai_spec.h"
 
 namespace manypy {
 
@@ -92,6 +93,8 @@ struct Manifest {
   /// response cache (the model is a pure function of its inputs).
   bool response_cache = false;
   SequenceBatchingSpec sequence_batching;
+  /// The OpenAI routes the model serves and how (docs/text-generation.md); no routes = none.
+  OpenAiSpec openai;
   PackagedWith packaged_with;  ///< required from schema version 2
   bool operator==(const Manifest& o) const;
 };

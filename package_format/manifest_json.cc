@@ -51,6 +51,13 @@ std::string ManifestToJson(const Manifest& m) {
     j["sequence_batching"] = {
         {"max_sequence_idle_microseconds", m.sequence_batching.max_sequence_idle_microseconds},
         {"max_concurrent_sequences", m.sequence_batching.max_concurrent_sequences}};
+  if (!m.openai.routes.empty()) {
+    nlohmann::ordered_json inputs = nlohmann::ordered_json::object();
+    nlohmann::ordered_json outputs = nlohmann::ordered_json::object();
+    for (const auto& [field, tensor] : m.openai.inputs) inputs[field] = tensor;
+    for (const auto& [field, tensor] : m.openai.outputs) outputs[field] = tensor;
+    j["openai"] = {{"routes", m.openai.routes}, {"inputs", inputs}, {"outputs", outputs}};
+  }
   if (m.schema_version >= 2)
     j["packaged_with"] = {{"torch", m.packaged_with.torch},
                           {"python", m.packaged_with.python},
@@ -82,11 +89,11 @@ bool Manifest::operator==(const Manifest& o) const {
   return std::tie(schema_version, name, version, platform, entry_point, method, inputs, outputs,
                   max_batch_size, batching, instance_count, max_queue_size,
                   max_execution_seconds, default_timeout_microseconds, device, description,
-                  streaming, response_cache, sequence_batching, packaged_with) ==
+                  streaming, response_cache, sequence_batching, openai, packaged_with) ==
          std::tie(o.schema_version, o.name, o.version, o.platform, o.entry_point, o.method,
                   o.inputs, o.outputs, o.max_batch_size, o.batching, o.instance_count, o.max_queue_size,
                   o.max_execution_seconds, o.default_timeout_microseconds, o.device,
-                  o.description, o.streaming, o.response_cache, o.sequence_batching,
+                  o.description, o.streaming, o.response_cache, o.sequence_batching, o.openai,
                   o.packaged_with);
 }
 

@@ -1,5 +1,7 @@
 #include "server/core/inference_server.h"
 
+#include <set>
+
 #include "server/core/load_request.h"
 #include "server/core/protocol_metadata.h"
 #include "server/inference/cuda_support.h"
@@ -72,6 +74,26 @@ Status InferenceServer::ModelStatistics(const std::string& name, const std::stri
   if (!model.ok()) return model.status();
   FillModelStatistics(**model, response->add_model_stats());
   return Status::Ok();
+}
+
+Status InferenceServer::OpenAiModel(const std::string& name, OpenAiSpec* spec,
+                                    inference::ModelMetadataResponse* metadata) const {
+  auto model = models_->Describe(name, "");
+  if (!model.ok()) return model.status();
+  *spec = model->manifest.openai;
+  FillModelMetadata(model->manifest, *models_, metadata);
+  return Status::Ok();
+}
+
+std::vector<std::string> InferenceServer::OpenAiModels() const {
+  std::set<std::string> names;
+  for (const auto& status : models_->Index()) {
+    if (names.count(status.name)) continue;
+    // Describe answers for the models that serve now or load on request.
+    auto model = models_->Describe(status.name, "");
+    if (model.ok() && !model->manifest.openai.routes.empty()) names.insert(status.name);
+  }
+  return {names.begin(), names.end()};
 }
 
 void InferenceServer::RepositoryIndex(bool ready_only,

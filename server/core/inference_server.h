@@ -86,6 +86,14 @@ class InferenceServer {
   Status ModelStatistics(const std::string& name, const std::string& version,
                          inference::ModelStatisticsResponse* response) const;
   void RepositoryIndex(bool ready_only, inference::RepositoryIndexResponse* response) const;
+  /// `name`'s OpenAI declaration (docs/text-generation.md) and metadata, from
+  /// its serving version's manifest (on-demand: the newest archive's, without
+  /// loading it); NOT_FOUND as ModelMetadata.
+  Status OpenAiModel(const std::string& name, OpenAiSpec* spec,
+                     inference::ModelMetadataResponse* metadata) const;
+  /// The models declared for at least one OpenAI route that could serve now
+  /// (ready, or loaded on request in on-demand mode), sorted by name.
+  std::vector<std::string> OpenAiModels() const;
 
   /// The shared-memory extension, for a call on `connection`: every call is
   /// first checked against the policy (PERMISSION_DENIED: off, or not from

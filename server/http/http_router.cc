@@ -7,6 +7,7 @@
 #include "server/http/http_infer_routes.h"
 #include "server/http/http_route_table.h"
 #include "server/http/http_status.h"
+#include "server/http/openai_routes.h"
 #include "server/http/proto_json.h"
 #include "server/http/repository_codec.h"
 #include "server/http/shared_memory_codec.h"
@@ -38,8 +39,15 @@ std::function<void(const Status&)> RespondChange(Respond respond) {
   return [respond = std::move(respond)](const Status& s) { respond(Done(s)); };
 }
 
+// The OpenAI routes answer errors in OpenAI's body, even before a route is found.
+bool IsOpenAi(const HttpRequest& r) {
+  std::vector<std::string> p = SplitPath(r.target);
+  return !p.empty() && p[0] == "v1";
+}
+
 HttpResponse NoRoute(const HttpRequest& r) {
-  return HttpRouter::Error(NotFound("no route for " + r.method + " " + r.target));
+  Status none = NotFound("no route for " + r.method + " " + r.target);
+  return IsOpenAi(r) ? OpenAiError(none) : HttpRouter::Error(none);
 }
 
 // Server and model routes.
@@ -175,6 +183,11 @@ const RouteTable<Handler>& Routes() {
       {"GET", "/v2/cudasharedmemory[/region/{name}]/status", CudaStatus},
       {"POST", "/v2/cudasharedmemory/region/{name}/register", CudaRegister},
       {"POST", "/v2/cudasharedmemory[/region/{name}]/unregister", CudaUnregister},
+      {"GET", "/v1/models", OpenAiListModels},
+      {"GET", "/v1/models/{model}", OpenAiRetrieveModel},
+      {"POST", "/v1/completions", OpenAiCompletions},
+      {"POST", "/v1/chat/completions", OpenAiChatCompletions},
+      {"POST", "/v1/embeddings", OpenAiEmbeddings},
   };
   return routes;
 }
@@ -199,7 +212,11 @@ AccessScope HttpRouter::ScopeOf(const HttpRequest& r) {
 void HttpRouter::Handle(HttpRequest r, std::function<void(HttpResponse)> respond) {
   Status allowed = server_->Authorize(r.authorization, ScopeOf(r));
   if (!allowed.ok()) {
-    HttpResponse refused = Error(allowed);
+    HttpResponse refused = IsOpenAi(r) ? OpenAiError(allowed, "",
+                                                      allowed.code() == StatusCode::kUnauthenticated
+                                                          ? "invalid_api_key"
+                                                          : "")
+                                       : Error(allowed);
     // RFC 6750: a 401 names the scheme; an invalid token says so.
     if (allowed.code() == StatusCode::kUnauthenticated) {
       refused.headers.emplace_back("WWW-Authenticate",

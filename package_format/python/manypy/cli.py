@@ -18,6 +18,7 @@ otherwise exits with the checker's status.
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -45,6 +46,23 @@ def _parse_factory(text, model_file):
     if not model_file and not module:
         raise ValueError("--factory: give MODULE:FUNCTION, or --model-file with FUNCTION")
     return module or None, function
+
+
+def _openai_declaration(path):
+    """--openai FILE.json: the manifest's `openai` object, or None."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--openai: cannot read {path}: {e}") from e
+
+
+def _refuse_openai(common, archive):
+    if common.pop("openai"):
+        raise ValueError(f"--openai: only a Python model serves the OpenAI routes ({archive} "
+                         "cannot be declared for them yet)")
 
 
 def _batching(args):
@@ -106,7 +124,8 @@ def cmd_create(args):
         dynamic_dims=_dynamic_dims(args.dynamic_dim) or None,
         response_cache=args.response_cache,
         sequence_batching={"max_sequence_idle_microseconds": args.sequence_idle_us}
-        if args.sequence_idle_us else (True if args.sequence_batching else None))
+        if args.sequence_idle_us else (True if args.sequence_batching else None),
+        openai=_openai_declaration(args.openai))
     example = None
     if outputs is None or args.check:
         example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
@@ -126,6 +145,7 @@ def cmd_create(args):
         if common.pop("sequence_batching"):
             raise ValueError("--sequence-batching: only a Python model keeps per-sequence state "
                              "(an AOTInductor archive has no Python to keep it in)")
+        _refuse_openai(common, "an AOTInductor archive")
         model = _build_model(module, function, args.weights)
         if example is None:  # torch.export traces the model on an example
             example = package.example_inputs_for(inputs, args.max_batch_size, batch_size=1)
@@ -142,6 +162,7 @@ def cmd_create(args):
         if common.pop("sequence_batching"):
             raise ValueError("--sequence-batching: only a Python model keeps per-sequence state "
                              "(a TorchScript archive has no Python to keep it in)")
+        _refuse_openai(common, "a TorchScript archive")
         manifest = torchscript.export(model, args.output_path, example_inputs=example,
                                       mode=args.torchscript, **common)
     elif args.as_factory:
@@ -301,6 +322,9 @@ def build_parser():
     c.add_argument("--sequence-idle-us", type=int, metavar="US",
                    help="with --sequence-batching: a sequence idle this long is ended "
                         "(default 1000000)")
+    c.add_argument("--openai", metavar="FILE.json",
+                   help="the OpenAI routes the model serves and how (a JSON object with routes, "
+                        "inputs and outputs; docs/text-generation.md)")
     c.add_argument("--instance-count", type=int, default=0, metavar="K",
                    help="model instances; 0 (default) = one per interpreter")
     c.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")

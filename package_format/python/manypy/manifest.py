@@ -9,6 +9,8 @@ import json
 import platform as _platform
 import re
 
+from . import openai_spec as _openai
+
 SCHEMA_VERSION = 2  # written; every version from 1 up is read
 SCHEMA_VERSIONS = (1, 2)
 PLATFORM = "manypy_python"  # Python run by the server's interpreters (the default)
@@ -46,7 +48,7 @@ _TOP_LEVEL_FIELDS = {
     "max_queue_size": False, "max_execution_seconds": False,
     "default_timeout_microseconds": False,
     "device": False, "description": False, "packaged_with": False, "streaming": False,
-    "response_cache": False, "sequence_batching": False,
+    "response_cache": False, "sequence_batching": False, "openai": False,
 }  # field -> required (packaged_with: required from schema version 2)
 _PACKAGED_WITH_FIELDS = ("torch", "python", "manypy")
 _VERSION_RE = re.compile(r"^[0-9][A-Za-z0-9.+_-]{0,63}$")
@@ -288,6 +290,8 @@ def validate_manifest(manifest):
         _validate_response_cache(manifest)
     if "sequence_batching" in manifest:
         _validate_sequence_batching(manifest)
+    if "openai" in manifest:
+        _openai.validate(manifest["openai"], manifest["inputs"], manifest["outputs"])
     return manifest
 
 
@@ -377,7 +381,7 @@ def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0
                    batching=None, instance_count=0, device="cpu", description="",
                    method=None, max_queue_size=0, max_execution_seconds=0,
                    default_timeout_microseconds=0, platform=PLATFORM, packaged_with=None,
-                   streaming=False, response_cache=False, sequence_batching=None):
+                   streaming=False, response_cache=False, sequence_batching=None, openai=None):
     """Returns a validated manifest dict. inputs/outputs take dicts or
     (name, datatype, shape) tuples. packaged_with defaults to this Python's
     packaging_versions()."""
@@ -412,6 +416,9 @@ def build_manifest(name, version, entry_point, inputs, outputs, max_batch_size=0
     sequence_batching = normalize_sequence_batching(sequence_batching)
     if sequence_batching is not None:
         manifest["sequence_batching"] = sequence_batching
+    openai = _openai.normalize(openai)
+    if openai is not None:
+        manifest["openai"] = openai
     manifest["packaged_with"] = dict(packaged_with or packaging_versions())
     return validate_manifest(manifest)
 

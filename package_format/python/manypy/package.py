@@ -65,7 +65,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
            instance_count=0, device="cpu", description="", intern=None,
            extern=None, method=None, modules=None, more_example_inputs=None,
            dynamic_dims=None, streaming=None, load_check=True, response_cache=False,
-           sequence_batching=None, format="python"):
+           sequence_batching=None, openai=None, format="python"):
     """Writes ``model`` to the archive ``path`` with entry point kind "pickle".
 
     format "aoti" writes an AOTInductor archive instead (platform torch_aoti,
@@ -107,6 +107,10 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
     sequence_batching (True, or a dict with max_sequence_idle_microseconds
     and max_concurrent_sequences) makes a stateful sequence model
     (SCHEMA.md): the model keeps per-sequence state in manypy.request.state.
+    openai ({"routes", "inputs", "outputs"}, docs/text-generation.md) declares
+    the OpenAI routes the model serves and maps their request fields onto its
+    inputs and its outputs onto the answer; it is checked against the
+    signature (a ValueError naming the route, the field and the tensor).
     load_check (default) then loads the archive in a fresh server Python as
     the server does, warms it up, runs the examples and compares their
     outputs with the eager model's (load_check.py); an archive that fails is
@@ -121,7 +125,7 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
             method=method, more_example_inputs=more_example_inputs, dynamic_dims=dynamic_dims,
             load_check=load_check, response_cache=response_cache),
             dict(intern=intern, extern=extern, modules=modules, streaming=streaming,
-                 sequence_batching=sequence_batching))
+                 sequence_batching=sequence_batching, openai=openai))
     _model.check_not_main(model)
     name = _model.default_name(name, path)
     results = []
@@ -133,7 +137,8 @@ def export(model, path, name=None, version=1, inputs=None, outputs=None,
         inputs, outputs, max_batch_size=max_batch_size, batching=batching,
         instance_count=instance_count, device=device, description=description,
         method=method, streaming=streaming_of(model, method, streamed, streaming),
-        response_cache=response_cache, sequence_batching=sequence_batching)
+        response_cache=response_cache, sequence_batching=sequence_batching,
+        openai=openai)
     _model.warn_if_not_servable(model)
     module_names = [_model.module_name(m) for m in (modules or [])]
 
@@ -188,7 +193,7 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
                    instance_count=0, device="cpu", description="", intern=None,
                    extern=None, method=None, check_weights=True, more_example_inputs=None,
                    dynamic_dims=None, streaming=None, load_check=True, response_cache=False,
-                   sequence_batching=None, format="python"):
+                   sequence_batching=None, openai=None, format="python"):
     """Writes an archive with entry point kind "factory": the server imports
     the interned module and calls ``factory()`` (no arguments) to build the
     model. module_file_or_name is a path to a .py file or an importable
@@ -224,7 +229,7 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
             method=method, more_example_inputs=more_example_inputs, dynamic_dims=dynamic_dims,
             load_check=load_check, response_cache=response_cache),
             dict(intern=intern, extern=extern, streaming=streaming,
-                 sequence_batching=sequence_batching))
+                 sequence_batching=sequence_batching, openai=openai))
     name = _model.default_name(name, path)
 
     model = None
@@ -250,7 +255,8 @@ def export_factory(module_file_or_name, factory="build", weights=None, path=None
         batching=batching, instance_count=instance_count, device=device,
         description=description, method=method,
         streaming=streaming_of(model, method, streamed, streaming),
-        response_cache=response_cache, sequence_batching=sequence_batching)
+        response_cache=response_cache, sequence_batching=sequence_batching,
+        openai=openai)
 
     def write(exporter):
         exporter.save_text(_manifest.MANIFEST_PACKAGE, _manifest.MANIFEST_RESOURCE,

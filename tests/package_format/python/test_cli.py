@@ -152,6 +152,23 @@ class CliTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertIn("cannot also batch dynamically", proc.stderr)
 
+    def test_create_openai_is_checked_against_the_signature(self):
+        out = os.path.join(self.tmp, "openai.mpk")
+        declaration = os.path.join(self.tmp, "openai.json")
+        with open(declaration, "w") as f:
+            json.dump({"routes": ["embeddings"], "inputs": {"input": "INPUT__0"},
+                       "outputs": {"embedding": "OUTPUT__0"}}, f)
+        base = ["create", "--model-file", self.net, "--factory", "net:build", "--name", "vec",
+                "--input", "INPUT__0:FP32:6", "--output", "OUTPUT__0:FP32:3", "-o", out]
+        proc = run_cli(base + ["--openai", declaration])
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("openai.inputs.input: route 'embeddings': input 'INPUT__0' is FP32, "
+                      "expected BYTES", proc.stderr)
+        self.assertFalse(os.path.exists(out))
+        proc = run_cli(base + ["--openai", os.path.join(self.tmp, "missing.json")])
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("--openai: cannot read", proc.stderr)
+
     def test_create_errors(self):
         out = os.path.join(self.tmp, "bad.mpk")
         proc = run_cli(["create", "--model-file", self.net, "--factory", "net:build",

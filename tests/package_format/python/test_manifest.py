@@ -169,6 +169,47 @@ class ManifestTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"^sequence_batching: .*cannot be cached"):
             M.build_manifest("net", 1, *io, response_cache=True, sequence_batching=True)
 
+    def test_openai(self):
+        """The `openai` declaration (docs/text-generation.md), checked against the signature;
+        the same rules as package_format/openai_spec.cc (tests/package_format/openai_spec_test.cc)."""
+        io = ({"kind": "pickle"}, [("PROMPT", "BYTES", [1]), ("LIMIT", "INT64", [1])],
+              [("TEXT", "BYTES", [1]), ("VECTORS", "FP32", [-1, 4])])
+        declared = {"routes": ("completions",), "inputs": {"prompt": "PROMPT", "max_tokens": "LIMIT"},
+                    "outputs": {"text": "TEXT"}}
+        self.assertNotIn("openai", M.build_manifest("net", 1, *io))  # only when set
+        m = M.build_manifest("net", 1, *io, openai=declared)
+        self.assertEqual(m["openai"], {"routes": ["completions"],
+                                       "inputs": {"max_tokens": "LIMIT", "prompt": "PROMPT"},
+                                       "outputs": {"text": "TEXT"}})
+        self.assertEqual(M.loads(M.dumps(m)), m)
+
+        def refused(change, field, says):
+            bad = copy.deepcopy(declared)
+            change(bad)
+            with self.assertRaises(ValueError) as ctx:
+                M.build_manifest("net", 1, *io, openai=bad)
+            self.assertTrue(str(ctx.exception).startswith(f"openai.{field}: "), str(ctx.exception))
+            self.assertIn(says, str(ctx.exception))
+
+        refused(lambda d: d.update(routes=["chat"]), "routes[0]", "unknown route 'chat'")
+        refused(lambda d: d.update(routes=[]), "routes", "at least one route")
+        refused(lambda d: d["inputs"].update(max_tokens="LIMITS"), "inputs.max_tokens",
+                "route 'completions': 'LIMITS' is not an input of the model (its inputs: PROMPT and LIMIT)")
+        refused(lambda d: d["inputs"].update(stop="PROMPT"), "inputs.stop",
+                "route 'completions': input 'PROMPT' is mapped twice")
+        refused(lambda d: d["inputs"].pop("prompt"), "inputs.prompt",
+                "route 'completions' needs the input 'prompt' mapped")
+        refused(lambda d: d["inputs"].update(temperature="LIMIT", max_tokens=None) or
+                d["inputs"].pop("max_tokens"), "inputs.temperature",
+                "route 'completions': input 'LIMIT' is INT64, expected FP32 or FP64")
+        refused(lambda d: d["outputs"].update(text="VECTORS"), "outputs.text",
+                "output 'VECTORS' is FP32, expected BYTES")
+        refused(lambda d: d["inputs"].pop("max_tokens"), "inputs",
+                "the model's input 'LIMIT' is mapped to no request field")
+        refused(lambda d: d.update(routes=["completions", "embeddings"]), "inputs.input",
+                "route 'embeddings' needs the input 'input' mapped")
+        refused(lambda d: d["outputs"].update(usage="TEXT"), "outputs.usage", "unknown field")
+
     def test_build_manifest_accepts_tuples_and_names_bad_specs(self):
         m = M.build_manifest("net", 2, {"kind": "pickle"}, [("X", "fp32", (4,))],
                              [{"name": "Y", "datatype": "INT64", "shape": []}], max_batch_size=4,

@@ -5,7 +5,8 @@ batched_double, tagged_double and echo_rows (empty batches), and as TorchScript 
 failing_ts; cuda/needs_cuda and missing_module/needs_missing_module in
 folders of their own (models every server here must refuse to load), and
 none_output/sometimes_none (an output that may be None); the streaming
-models in streaming/ (streaming_models.py); models that call models in
+models in streaming/ (streaming_models.py); models declared for the OpenAI
+routes in openai/ (openai_models.py); models that call models in
 composition/ (composition_models.py); the fault-injection
 models in faults/ and swap/ (fault_models.py); the models that crash the
 process in crashes/ (crash_models.py); in torch_versions/, two_io as
@@ -37,6 +38,7 @@ import crash_models  # noqa: E402
 import fault_models  # noqa: E402
 import streaming_models  # noqa: E402
 import composition_models  # noqa: E402
+import openai_models  # noqa: E402
 import server_test_models as m  # noqa: E402
 
 # For the models made to fail in the server (to test how it fails): the load
@@ -160,6 +162,44 @@ def export_streaming_models(out):
         name="batched_counter", inputs=[one("COUNT"), one("FAIL_AT"), one("STEP_MS")],
         outputs=[("INDEX", "INT64", [1]), ("BATCH", "INT64", [1])],
         example_inputs=(torch.tensor([2]), torch.tensor([-1]), torch.tensor([0])))
+
+
+def export_openai_models(out):
+    """openai/: byte_writer (completions and chat, every field mapped),
+    one_shot (completions, not a generator) and embedder (embeddings)."""
+    import torch
+    folder = os.path.join(out, "openai")
+    os.makedirs(folder, exist_ok=True)
+    text = lambda name: (name, "BYTES", [1])  # noqa: E731
+    one = lambda name, datatype: (name, datatype, [1])  # noqa: E731
+    manypy.package.export(
+        openai_models.ByteWriter(), os.path.join(folder, "byte_writer.mpk"), name="byte_writer",
+        inputs=[text("PROMPT"), text("MESSAGES"), one("MAX_TOKENS", "INT64"),
+                one("TEMPERATURE", "FP32"), one("TOP_P", "FP32"), ("STOP", "BYTES", [-1]),
+                one("SEED", "INT64")],
+        outputs=[text("TEXT"), text("FINISH_REASON"), one("COMPLETION_TOKENS", "INT64"),
+                 one("PROMPT_TOKENS", "INT64")],
+        example_inputs=([b"hi"], [b""], torch.tensor([3]), torch.tensor([1.0]),
+                        torch.tensor([1.0]), [b"!"], torch.tensor([-1])),
+        openai={"routes": ["completions", "chat/completions"],
+                "inputs": {"prompt": "PROMPT", "messages": "MESSAGES", "max_tokens": "MAX_TOKENS",
+                           "temperature": "TEMPERATURE", "top_p": "TOP_P", "stop": "STOP",
+                           "seed": "SEED"},
+                "outputs": {"text": "TEXT", "finish_reason": "FINISH_REASON",
+                            "completion_tokens": "COMPLETION_TOKENS",
+                            "prompt_tokens": "PROMPT_TOKENS"}})
+    manypy.package.export(
+        openai_models.OneShot(), os.path.join(folder, "one_shot.mpk"), name="one_shot",
+        inputs=[text("PROMPT")], outputs=[text("TEXT")], example_inputs=([b"hi"],),
+        openai={"routes": ["completions"], "inputs": {"prompt": "PROMPT"},
+                "outputs": {"text": "TEXT"}})
+    manypy.package.export(
+        openai_models.Embedder(), os.path.join(folder, "embedder.mpk"), name="embedder",
+        inputs=[("INPUT", "BYTES", [-1])],
+        outputs=[("EMBEDDING", "FP32", [-1, 8]), one("PROMPT_TOKENS", "INT64")],
+        example_inputs=([b"a", b"bc"],),
+        openai={"routes": ["embeddings"], "inputs": {"input": "INPUT"},
+                "outputs": {"embedding": "EMBEDDING", "prompt_tokens": "PROMPT_TOKENS"}})
 
 
 def export_composition_models(out):
@@ -298,6 +338,7 @@ def main():
     export_fault_models(out)
     export_crash_models(out)
     export_streaming_models(out)
+    export_openai_models(out)
     export_composition_models(out)
     export_torch_versions(out)
     export_corner_cases(out)
@@ -305,6 +346,7 @@ def main():
     print(f"wrote echo_all, failing, slow, keeps_input, spin, batched_double, tagged_double, echo_rows, "
           f"double_sum_ts, failing_ts, "
           f"cuda/needs_cuda, missing_module/needs_missing_module, none_output/sometimes_none, "
+          f"openai/{{byte_writer,one_shot,embedder}}, "
           f"faults/{{wrong_output,exits,fails_to_load}}, swap/scaled_v{{1,2}}, "
           f"torch_versions/two_io_torch{{1_13,2_6}}, corner_cases/{{configured_affine,named_table}}, "
           f"aoti/{{double_sum_aoti,calls_aoti}} (PyTorch >= 2.6), aoti_refused/ "
