@@ -23,7 +23,8 @@ completion of PROMPT),
 MAX_TOKENS INT64 [1] (<= 0: 16; at most 256), TEMPERATURE FP32 [1] (0:
 greedy), SEED INT64 [1] (< 0: from the prompt) -> TEXT BYTES [1] (one
 character per response), FINISH_REASON BYTES [1] ("length" on the last
-response, else empty), COMPLETION_TOKENS INT64 [1] (1 per response).
+response, else empty), COMPLETION_TOKENS INT64 [1] (1 per response),
+PROMPT_TOKENS INT64 [1] (the prompt's bytes, on every response).
 """
 import json
 import math
@@ -45,7 +46,8 @@ SIGNATURE = {
                {"name": "SEED", "datatype": "INT64", "shape": [1]}],
     "outputs": [{"name": "TEXT", "datatype": "BYTES", "shape": [1]},
                 {"name": "FINISH_REASON", "datatype": "BYTES", "shape": [1]},
-                {"name": "COMPLETION_TOKENS", "datatype": "INT64", "shape": [1]}],
+                {"name": "COMPLETION_TOKENS", "datatype": "INT64", "shape": [1]},
+                {"name": "PROMPT_TOKENS", "datatype": "INT64", "shape": [1]}],
     "description": "Llama-style decoder (RMSNorm, RoPE, GQA, KV cache), byte tokenizer, random "
                    "weights; continuous batching",
 }
@@ -57,7 +59,7 @@ OPENAI = {
     "inputs": {"prompt": "PROMPT", "messages": "MESSAGES", "max_tokens": "MAX_TOKENS",
                "temperature": "TEMPERATURE", "seed": "SEED"},
     "outputs": {"text": "TEXT", "finish_reason": "FINISH_REASON",
-                "completion_tokens": "COMPLETION_TOKENS"},
+                "completion_tokens": "COMPLETION_TOKENS", "prompt_tokens": "PROMPT_TOKENS"},
 }
 
 
@@ -166,6 +168,7 @@ class Request:
 
     def __init__(self, ids, max_tokens, temperature, seed):
         self.prompt = ids  # until the step that prefills it
+        self.prompt_tokens = len(ids)
         self.caches = [[torch.zeros(0, KV_HEADS, HEAD_DIM), torch.zeros(0, KV_HEADS, HEAD_DIM)]
                        for _ in range(BLOCKS)]
         self.position = 0
@@ -243,7 +246,8 @@ class LlamaDecoder(nn.Module):
             s.left -= 1
             done = s.left <= 0
             responses.append({"TEXT": [bytes([t])], "FINISH_REASON": [b"length" if done else b""],
-                              "COMPLETION_TOKENS": torch.tensor([1])})
+                              "COMPLETION_TOKENS": torch.tensor([1]),
+                              "PROMPT_TOKENS": torch.tensor([s.prompt_tokens])})
             finished.append(done)
         going = [i for i, done in enumerate(finished) if not done]
         if going:
