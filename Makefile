@@ -25,9 +25,11 @@ test: build
 # building only what its ctest label runs. test-tsan: ThreadSanitizer over the request
 # path and the lifecycle with fake models (label tsan). test-asan: AddressSanitizer and
 # UndefinedBehaviorSanitizer over the unit tests and the real server end to end (label
-# asan). CTEST_ARGS narrows either (e.g. CTEST_ARGS='-R Dispatcher').
+# asan). CTEST_ARGS narrows either (e.g. CTEST_ARGS='-R dispatcher'); .ci/run runs
+# test-asan's unit tests only: ASAN_TARGET=manypy_asan_unit_tests CTEST_ARGS='-E _e2e_test'.
 TSAN_BUILD ?= build-tsan
 ASAN_BUILD ?= build-asan
+ASAN_TARGET ?= manypy_asan_tests
 SANITIZER_CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER=clang++
 test-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) $(SANITIZER_CMAKE_FLAGS) -DMANYPY_SANITIZE=thread $(CMAKE_FLAGS)
@@ -36,7 +38,7 @@ test-tsan: deps
 
 test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) $(SANITIZER_CMAKE_FLAGS) -DMANYPY_SANITIZE=address $(CMAKE_FLAGS)
-	cmake --build $(ASAN_BUILD) -j $(JOBS) --target manypy_asan_tests
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target $(ASAN_TARGET)
 	cd $(ASAN_BUILD) && ctest -L asan --output-on-failure --timeout 900 $(CTEST_ARGS)
 
 # clang's lock analysis (-Wthread-safety -Werror=thread-safety) over every translation unit of

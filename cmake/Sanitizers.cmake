@@ -10,19 +10,27 @@ set(MANYPY_SANITIZE "" CACHE STRING
   "sanitizer build: empty (none), thread (ThreadSanitizer) or address (ASan + UBSan); needs clang")
 set_property(CACHE MANYPY_SANITIZE PROPERTY STRINGS "" thread address)
 
-# manypy_sanitizer_options(TARGET): the sanitizer runtimes' default options and
-# suppressions (tests/sanitizers/) linked into an executable of a sanitizer
-# build; nothing otherwise. One object, compiled once for every executable.
+# manypy_sanitizer_options(TARGET [SERVER]): the sanitizer runtimes' default options
+# and suppressions (tests/sanitizers/) linked into an executable of a sanitizer
+# build; nothing otherwise. One object per kind, compiled once. SERVER: for
+# manypy-server, whose leak check at exit is off (default_options.cc says why).
 function(manypy_sanitizer_options target)
-  if(MANYPY_SANITIZE)
-    if(NOT TARGET manypy_sanitizer_options)
-      add_library(manypy_sanitizer_options OBJECT
-        ${PROJECT_SOURCE_DIR}/tests/sanitizers/default_options.cc)
-      target_compile_definitions(manypy_sanitizer_options PRIVATE
-        MANYPY_SANITIZER_DIR="${PROJECT_SOURCE_DIR}/tests/sanitizers")
-    endif()
-    target_link_libraries(${target} PRIVATE manypy_sanitizer_options)
+  if(NOT MANYPY_SANITIZE)
+    return()
   endif()
+  cmake_parse_arguments(ARG "SERVER" "" "" ${ARGN})
+  set(options manypy_sanitizer_options)
+  set(server 0)
+  if(ARG_SERVER)
+    set(options manypy_sanitizer_options_server)
+    set(server 1)
+  endif()
+  if(NOT TARGET ${options})
+    add_library(${options} OBJECT ${PROJECT_SOURCE_DIR}/tests/sanitizers/default_options.cc)
+    target_compile_definitions(${options} PRIVATE
+      MANYPY_SANITIZER_DIR="${PROJECT_SOURCE_DIR}/tests/sanitizers" MANYPY_SANITIZER_SERVER=${server})
+  endif()
+  target_link_libraries(${target} PRIVATE ${options})
 endfunction()
 
 if(MANYPY_SANITIZE STREQUAL "")
