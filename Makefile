@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
+.PHONY: all deps configure build test test-debian13 test-tsan test-asan serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
 
 all: build
 
@@ -20,6 +20,26 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+# The sanitizer builds (docs/testing.md#sanitizers), each in its own folder with clang,
+# building only what its ctest label runs. test-tsan: ThreadSanitizer over the request
+# path and the lifecycle with fake models (label tsan). test-asan: AddressSanitizer and
+# UndefinedBehaviorSanitizer over the unit tests and the real server end to end (label
+# asan). CTEST_ARGS narrows either (e.g. CTEST_ARGS='-R dispatcher'); .ci/run runs
+# test-asan's unit tests only: ASAN_TARGET=manypy_asan_unit_tests CTEST_ARGS='-E _e2e_test'.
+TSAN_BUILD ?= build-tsan
+ASAN_BUILD ?= build-asan
+ASAN_TARGET ?= manypy_asan_tests
+SANITIZER_CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_COMPILER=clang++
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) $(SANITIZER_CMAKE_FLAGS) -DMANYPY_SANITIZE=thread $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target manypy_tsan_tests
+	cd $(TSAN_BUILD) && ctest -L tsan --output-on-failure --timeout 900 $(CTEST_ARGS)
+
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) $(SANITIZER_CMAKE_FLAGS) -DMANYPY_SANITIZE=address $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target $(ASAN_TARGET)
+	cd $(ASAN_BUILD) && ctest -L asan --output-on-failure --timeout 900 $(CTEST_ARGS)
 
 # clang's lock analysis (-Wthread-safety -Werror=thread-safety) over every translation unit of
 # the build, syntax only (docs/testing.md); also the ctest thread_safety_check.

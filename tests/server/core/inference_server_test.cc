@@ -6,9 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "tests/test_util/fake_loader.h"
 #include "tests/test_util/test_archives.h"
@@ -229,6 +231,70 @@ TEST_F(InferenceServerTest, MetadataConfigIndexAndReadiness) {
   Status refused = Infer(Wire("a", 1, 2), &out);
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable);  // new requests are refused
   EXPECT_NE(refused.message().find("shutting down"), std::string::npos) << refused.message();
+}
+
+// Every thread a server has, at once: clients inferring on two models, one
+// model reloaded and the other unloaded and loaded again on the repository
+// thread, and readers of statistics, metadata, the index and readiness. No
+// request to the reloaded model fails, and each answer is its fake's. Its
+// interleavings are what ThreadSanitizer checks (make test-tsan).
+TEST_F(InferenceServerTest, ConcurrentInferenceReloadsAndReadersAgree) {
+  WriteArchive("a.mpk", TestManifest("a", 1));
+  WriteArchive("b.mpk", TestManifest("b", 1));
+  Start(true, {"a", "b"});
+  std::atomic<bool> stop{false};
+  std::atomic<int> a_answers{0}, b_answers{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < 4; ++c) {
+    threads.emplace_back([&, c] {
+      const std::string model = c % 2 == 0 ? "a" : "b";
+      while (!stop) {
+        inference::ModelInferResponse out;
+        Status s = Infer(Wire(model, 1, 2), &out);
+        if (model == "a") {
+          ASSERT_TRUE(s.ok()) << "a reload failed a request: " << s.ToString();
+        } else if (!s.ok()) {  // b is away between its unload and its load
+          ASSERT_TRUE(s.code() == StatusCode::kNotFound || s.code() == StatusCode::kUnavailable)
+              << s.ToString();
+          continue;
+        }
+        float values[2];
+        ASSERT_EQ(out.raw_output_contents(0).size(), sizeof(values));
+        memcpy(values, out.raw_output_contents(0).data(), sizeof(values));
+        EXPECT_EQ(values[0], 10);  // version 1 multiplies by 10
+        EXPECT_EQ(values[1], 20);
+        ++(model == "a" ? a_answers : b_answers);
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    while (!stop) {
+      inference::ModelStatisticsResponse stats;
+      EXPECT_TRUE(server_->ModelStatistics("", "", &stats).ok());
+      inference::ModelMetadataResponse meta;
+      (void)server_->ModelMetadata("a", "", &meta);  // NOT_FOUND for an instant in a reload
+      inference::RepositoryIndexResponse index;
+      server_->RepositoryIndex(false, &index);
+      EXPECT_EQ(index.models_size(), 2);
+      EXPECT_TRUE(server_->Ready());
+    }
+  });
+  for (int round = 0; round < 6; ++round) {
+    Completion reload;
+    server_->LoadModel("a", {}, reload.Callback());
+    EXPECT_TRUE(reload.Wait().first.ok());
+    Completion unload;
+    server_->UnloadModel("b", unload.Callback());
+    EXPECT_TRUE(unload.Wait().first.ok());
+    Completion load;
+    server_->LoadModel("b", {}, load.Callback());
+    EXPECT_TRUE(load.Wait().first.ok());
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  EXPECT_GT(a_answers.load(), 0);
+  EXPECT_GT(b_answers.load(), 0);
+  EXPECT_EQ(server_->Drain(Clock::now() + 5s), 0u);
 }
 
 }  // namespace
