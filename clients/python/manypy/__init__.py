@@ -37,7 +37,7 @@ def __getattr__(name):
         return importlib.import_module(f".{name}", __name__)
     # What a model's Python calls (inside manypy-server the server's own
     # module answers them; here, manypy.serving's stand-ins).
-    if name in ("infer", "submit", "request", "log", "metrics", "InferenceError", "Future"):
+    if name in ("infer", "submit", "request", "log", "metrics", "trace", "InferenceError", "Future"):
         from . import serving
         return getattr(serving, name)
     raise AttributeError(f"module 'manypy' has no attribute {name!r}")
