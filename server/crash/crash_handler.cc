@@ -63,14 +63,8 @@ class Out {
   }
   void Int(int64_t value) {
     char digits[24];
-    size_t n = 0;
-    uint64_t v = value < 0 ? 0 - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
-    do {
-      digits[n++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    if (value < 0) Char('-');
-    while (n > 0) Char(digits[--n]);
+    const size_t n = PutDecimal(digits, sizeof(digits), 0, value);
+    for (size_t i = 0; i < n; ++i) Char(digits[i]);
   }
   void Padded(int64_t value, int width) {
     char digits[8];

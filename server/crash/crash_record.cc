@@ -13,7 +13,9 @@ size_t Put(char* out, size_t capacity, size_t at, const char* text) {
   return at;
 }
 
-size_t PutInt(char* out, size_t capacity, size_t at, int64_t value) {
+}  // namespace
+
+size_t PutDecimal(char* out, size_t capacity, size_t at, int64_t value) {
   char digits[24];
   size_t n = 0;
   uint64_t v = value < 0 ? 0 - static_cast<uint64_t>(value) : static_cast<uint64_t>(value);
@@ -26,14 +28,12 @@ size_t PutInt(char* out, size_t capacity, size_t at, int64_t value) {
   return at;
 }
 
-}  // namespace
-
 size_t FormatCrashLine(char* out, size_t capacity, int64_t time, const char* signal,
                        const char* model, int64_t version) {
   if (capacity == 0) return 0;
   // Room for the fields after the name, so a long name is cut, never the line.
   const size_t tail = 32;
-  size_t at = PutInt(out, capacity, 0, time);
+  size_t at = PutDecimal(out, capacity, 0, time);
   at = Put(out, capacity, at, "\t");
   at = Put(out, capacity, at, signal);
   at = Put(out, capacity, at, "\t");
@@ -41,7 +41,7 @@ size_t FormatCrashLine(char* out, size_t capacity, int64_t time, const char* sig
     out[at++] = (*c == '\t' || *c == '\n') ? '_' : *c;  // model names have neither
   }
   at = Put(out, capacity, at, "\t");
-  at = PutInt(out, capacity, at, version);
+  at = PutDecimal(out, capacity, at, version);
   at = Put(out, capacity, at, "\n");
   out[at] = '\0';
   return at;

@@ -28,6 +28,10 @@ size_t FormatCrashLine(char* out, size_t capacity, int64_t time, const char* sig
 /// The crash of one line; nullopt for a malformed one (a torn write, say).
 std::optional<CrashRecord> ParseCrashLine(const std::string& line);
 
+/// Writes `value` in decimal into `out` from `at` (stopping one byte short of
+/// `capacity`) and returns the new end. Async-signal-safe.
+size_t PutDecimal(char* out, size_t capacity, size_t at, int64_t value);
+
 /// "SIGSEGV" for SIGSEGV, ...; "SIG?" for a signal without a name here. Async-signal-safe.
 const char* SignalName(int signal);
 

@@ -73,6 +73,18 @@ Value Str(const std::string& s, rapidjson::Document::AllocatorType& a) {
   return Value(s.c_str(), static_cast<rapidjson::SizeType>(s.size()), a);
 }
 
+// The members every answer and chunk opens with.
+rapidjson::Document AnswerHead(const std::string& id, const char* object, int64_t created,
+                               const std::string& model) {
+  rapidjson::Document doc(rapidjson::kObjectType);
+  auto& a = doc.GetAllocator();
+  doc.AddMember("id", Str(id, a), a);
+  doc.AddMember("object", Str(object, a), a);
+  doc.AddMember("created", created, a);
+  doc.AddMember("model", Str(model, a), a);
+  return doc;
+}
+
 Value Usage(int64_t prompt, int64_t completion, rapidjson::Document::AllocatorType& a) {
   Value usage(rapidjson::kObjectType);
   usage.AddMember("prompt_tokens", prompt, a);
@@ -108,13 +120,9 @@ StatusOr<std::string> OpenAiAnswer::Add(const inference::ModelInferResponse& res
 }
 
 std::string OpenAiAnswer::Chunk(const std::string& text, const std::string& finish_reason) {
-  rapidjson::Document doc(rapidjson::kObjectType);
-  auto& a = doc.GetAllocator();
   const bool chat = call_.route == kChatRoute;
-  doc.AddMember("id", Str(id_, a), a);
-  doc.AddMember("object", Str(chat ? "chat.completion.chunk" : "text_completion", a), a);
-  doc.AddMember("created", created_, a);
-  doc.AddMember("model", Str(call_.model, a), a);
+  rapidjson::Document doc = AnswerHead(id_, chat ? "chat.completion.chunk" : "text_completion", created_, call_.model);
+  auto& a = doc.GetAllocator();
   Value choice(rapidjson::kObjectType);
   choice.AddMember("index", 0, a);
   if (chat) {
@@ -152,13 +160,9 @@ std::vector<std::string> OpenAiAnswer::FinishChunks() {
 }
 
 std::string OpenAiAnswer::Whole() const {
-  rapidjson::Document doc(rapidjson::kObjectType);
-  auto& a = doc.GetAllocator();
   const bool chat = call_.route == kChatRoute;
-  doc.AddMember("id", Str(id_, a), a);
-  doc.AddMember("object", Str(chat ? "chat.completion" : "text_completion", a), a);
-  doc.AddMember("created", created_, a);
-  doc.AddMember("model", Str(call_.model, a), a);
+  rapidjson::Document doc = AnswerHead(id_, chat ? "chat.completion" : "text_completion", created_, call_.model);
+  auto& a = doc.GetAllocator();
   Value choice(rapidjson::kObjectType);
   choice.AddMember("index", 0, a);
   if (chat) {
