@@ -121,7 +121,8 @@ StatusOr<std::string> OpenAiAnswer::Add(const inference::ModelInferResponse& res
 
 std::string OpenAiAnswer::Chunk(const std::string& text, const std::string& finish_reason) {
   const bool chat = call_.route == kChatRoute;
-  rapidjson::Document doc = AnswerHead(id_, chat ? "chat.completion.chunk" : "text_completion", created_, call_.model);
+  rapidjson::Document doc =
+      AnswerHead(id_, chat ? "chat.completion.chunk" : "text_completion", created_, call_.model);
   auto& a = doc.GetAllocator();
   Value choice(rapidjson::kObjectType);
   choice.AddMember("index", 0, a);
@@ -146,12 +147,10 @@ std::string OpenAiAnswer::Chunk(const std::string& text, const std::string& fini
 std::vector<std::string> OpenAiAnswer::FinishChunks() {
   std::vector<std::string> chunks = {Chunk("", finish_reason_.empty() ? "stop" : finish_reason_)};
   if (call_.include_usage) {
-    rapidjson::Document doc(rapidjson::kObjectType);
+    rapidjson::Document doc = AnswerHead(
+        id_, call_.route == kChatRoute ? "chat.completion.chunk" : "text_completion", created_,
+        call_.model);
     auto& a = doc.GetAllocator();
-    doc.AddMember("id", Str(id_, a), a);
-    doc.AddMember("object", Str(call_.route == kChatRoute ? "chat.completion.chunk" : "text_completion", a), a);
-    doc.AddMember("created", created_, a);
-    doc.AddMember("model", Str(call_.model, a), a);
     doc.AddMember("choices", Value(rapidjson::kArrayType), a);
     doc.AddMember("usage", Usage(prompt_tokens_, completion_tokens_, a), a);
     chunks.push_back(JsonText(doc));
@@ -161,7 +160,8 @@ std::vector<std::string> OpenAiAnswer::FinishChunks() {
 
 std::string OpenAiAnswer::Whole() const {
   const bool chat = call_.route == kChatRoute;
-  rapidjson::Document doc = AnswerHead(id_, chat ? "chat.completion" : "text_completion", created_, call_.model);
+  rapidjson::Document doc =
+      AnswerHead(id_, chat ? "chat.completion" : "text_completion", created_, call_.model);
   auto& a = doc.GetAllocator();
   Value choice(rapidjson::kObjectType);
   choice.AddMember("index", 0, a);

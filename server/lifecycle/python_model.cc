@@ -16,6 +16,19 @@
 namespace manypy {
 namespace {
 
+// Runs `call(session)` on interpreter `slot` of `pool`, which `hook` may
+// interrupt while it runs; returns what `call` returns.
+template <typename Call>
+auto CallInterruptibly(InterpreterPool* pool, size_t slot, InterruptHook* hook, Call&& call) {
+  InterpreterSession session = pool->AcquireAt(slot);
+  const uint64_t token = session.BeginInterruptible();
+  hook->Arm([pool, slot, token] { pool->Interrupt(slot, token); });
+  auto result = call(session);
+  hook->Disarm();
+  session.EndInterruptible(token);
+  return result;
+}
+
 // The whole traceback, for whoever runs the server at --log-level verbose;
 // messages carry only the archive's own frames (archive_traceback.h).
 void LogTraceback(const std::string& what, const PythonError& e) {
@@ -331,15 +344,11 @@ StatusOr<std::vector<Value>> PythonModel::RunReportingError(size_t slot,
                                                               const std::vector<Value>& inputs,
                                                               InterruptHook* hook,
                                                               std::string* error_type) {
-  InterpreterSession session = pool_->AcquireAt(slot);
-  uint64_t token = session.BeginInterruptible();
-  hook->Arm([pool = pool_, slot, token] { pool->Interrupt(slot, token); });
-  StatusOr<std::vector<Value>> result =
-      RunPython([&] { return runner_.In(session).Call({Value::List(inputs)}).ToValue().items(); },
-                [&](const PythonError& e) { return ModelRaised(e, error_type); });
-  hook->Disarm();
-  session.EndInterruptible(token);
-  return result;
+  return CallInterruptibly(pool_, slot, hook, [&](InterpreterSession& session) {
+    return RunPython(
+        [&] { return runner_.In(session).Call({Value::List(inputs)}).ToValue().items(); },
+        [&](const PythonError& e) { return ModelRaised(e, error_type); });
+  });
 }
 
 Status PythonModel::ModelRaised(const PythonError& e, std::string* error_type) const {
@@ -400,34 +409,29 @@ Status PythonModel::RunStream(size_t slot, const std::vector<Value>& inputs, Int
 
 Status PythonModel::StartBatchedStream(size_t slot, uint64_t key, const std::vector<Value>& inputs,
                                        InterruptHook* hook, std::string* error_type) {
-  InterpreterSession session = pool_->AcquireAt(slot);
-  uint64_t token = session.BeginInterruptible();
-  hook->Arm([pool = pool_, slot, token] { pool->Interrupt(slot, token); });
-  Status status = RunPython(
-      [&] {
-        batch_.In(session).Attr("start").Call(
-            {Value(static_cast<int64_t>(key)), Value::List(inputs)});
-      },
-      [&](const PythonError& e) { return ModelRaised(e, error_type); });
-  hook->Disarm();
-  session.EndInterruptible(token);
-  return status;
+  return CallInterruptibly(pool_, slot, hook, [&](InterpreterSession& session) {
+    return RunPython(
+        [&] {
+          batch_.In(session).Attr("start").Call(
+              {Value(static_cast<int64_t>(key)), Value::List(inputs)});
+        },
+        [&](const PythonError& e) { return ModelRaised(e, error_type); });
+  });
 }
 
 StatusOr<std::vector<StreamStep>> PythonModel::StepBatchedStreams(size_t slot,
                                                                   const std::vector<uint64_t>& keys,
                                                                   InterruptHook* hook,
                                                                   std::string* error_type) {
-  InterpreterSession session = pool_->AcquireAt(slot);
-  uint64_t token = session.BeginInterruptible();
-  hook->Arm([pool = pool_, slot, token] { pool->Interrupt(slot, token); });
   Value::Items key_values;
   for (uint64_t k : keys) key_values.emplace_back(static_cast<int64_t>(k));
-  StatusOr<Value> result = RunPython(
-      [&] { return batch_.In(session).Attr("step").Call({Value::List(std::move(key_values))}).ToValue(); },
-      [&](const PythonError& e) { return ModelRaised(e, error_type); });
-  hook->Disarm();
-  session.EndInterruptible(token);
+  StatusOr<Value> result = CallInterruptibly(pool_, slot, hook, [&](InterpreterSession& session) {
+    return RunPython(
+        [&] {
+          return batch_.In(session).Attr("step").Call({Value::List(std::move(key_values))}).ToValue();
+        },
+        [&](const PythonError& e) { return ModelRaised(e, error_type); });
+  });
   if (!result.ok()) return result.status();
   // The runtime answers [outputs or None, finished, error or None] per key.
   std::vector<StreamStep> steps;
