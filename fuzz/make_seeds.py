@@ -231,6 +231,27 @@ def archive_seeds(out):
          ("model/model.pkl", b"p")], root="dirs"))
 
 
+def openai_request_seeds(out):
+    """A selector byte (route = byte % 3: completions, chat, embeddings; 4: a batching
+    model; 8: MAX_TOKENS INT32), then a request body as the OpenAI clients send it."""
+    bodies = {
+        "completion": (0, {"model": "generator", "prompt": "Once upon", "max_tokens": 8,
+                           "temperature": 0.7, "top_p": 0.9, "stop": ["\n", "."], "seed": 3}),
+        "completion_stream": (4, {"model": "generator", "prompt": ["Hi"], "stream": True,
+                                  "stream_options": {"include_usage": True}, "n": 1}),
+        "chat": (1, {"model": "generator", "messages": [
+            {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}],
+            "max_completion_tokens": 16, "logprobs": False, "tools": []}),
+        "chat_int32": (9, {"model": "generator", "messages": [{"role": "user", "content": "x"}],
+                           "max_tokens": 2**40, "stop": "!", "seed": -5}),
+        "embeddings": (2, {"model": "generator", "input": ["a", "bc"],
+                           "encoding_format": "base64", "dimensions": 4}),
+        "embeddings_one": (6, {"model": "generator", "input": "text", "user": "u"}),
+    }
+    for name, (selector, body) in bodies.items():
+        write(out, name + ".bin", bytes([selector]) + json.dumps(body).encode())
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--proto-python", required=True,
@@ -239,7 +260,7 @@ def main():
     sys.path.insert(0, args.proto_python)
     from manypy_proto import grpc_service_pb2 as pb
 
-    targets = ("infer_request", "http_infer", "manifest", "archive")
+    targets = ("infer_request", "http_infer", "manifest", "archive", "openai_request")
     for target in targets:  # rewritten from scratch, so a dropped seed does not linger
         shutil.rmtree(HERE / target / "seeds", ignore_errors=True)
     infer_request_seeds(pb, HERE / "infer_request" / "seeds")
@@ -247,6 +268,7 @@ def main():
     for name, m in manifests():
         write(HERE / "manifest" / "seeds", name, json.dumps(m, indent=1).encode())
     archive_seeds(HERE / "archive" / "seeds")
+    openai_request_seeds(HERE / "openai_request" / "seeds")
     for target in targets:
         files = list((HERE / target / "seeds").iterdir())
         print("%s: %d seeds, %d bytes" % (target, len(files), sum(f.stat().st_size for f in files)))
