@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 test-tsan test-asan serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
+.PHONY: all deps configure build install test test-debian13 test-tsan test-asan serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
 
 all: build
 
@@ -20,6 +20,13 @@ build: configure
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900
+
+# The server under PREFIX as the image lays it out: bin/manypy-server (the
+# launcher), libexec/manypy-serving (the serving process it runs),
+# lib/libmanypy_shim.so.
+PREFIX ?= /opt/manypy
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 # The sanitizer builds (docs/testing.md#sanitizers), each in its own folder with clang,
 # building only what its ctest label runs. test-tsan: ThreadSanitizer over the request

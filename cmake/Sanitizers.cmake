@@ -13,7 +13,7 @@ set_property(CACHE MANYPY_SANITIZE PROPERTY STRINGS "" thread address)
 # manypy_sanitizer_options(TARGET [SERVER]): the sanitizer runtimes' default options
 # and suppressions (tests/sanitizers/) linked into an executable of a sanitizer
 # build; nothing otherwise. One object per kind, compiled once. SERVER: for
-# manypy-server, whose leak check at exit is off (default_options.cc says why).
+# manypy-serving, whose leak check at exit is off (default_options.cc says why).
 function(manypy_sanitizer_options target)
   if(NOT MANYPY_SANITIZE)
     return()

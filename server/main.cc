@@ -1,8 +1,9 @@
-// manypy-server: reads its flags, starts a Server (server.h), serves until
-// SIGTERM or SIGINT, then drains. Shutdown always ends: after the grace period
-// stuck calls are abandoned and the process exits with status 1. By default
-// the process first becomes the supervisor (supervisor.h), which runs this
-// binary again as the serving process; a crash there is reported (crash_handler.h).
+// manypy-serving: the serving process. Reads its flags, starts a Server
+// (server.h), serves until SIGTERM or SIGINT, then drains; on the supervisor's
+// kStepAsideSignal (a SIGHUP restart) steps aside instead. Shutdown always
+// ends: after the grace period stuck calls are abandoned and the process exits
+// with status 1. Run by the launcher, manypy-server (supervisor/launcher_main.cc),
+// as its child or in its place; a crash is reported (crash_handler.h).
 #include <absl/synchronization/mutex.h>
 #include <signal.h>
 #include <unistd.h>
@@ -15,11 +16,11 @@
 #include <thread>
 
 #include "server/crash/crash_handler.h"
+#include "server/library_logging.h"
 #include "server/log.h"
 #include "server/server.h"
 #include "server/server_options.h"
 #include "server/supervisor/supervised_child.h"
-#include "server/supervisor/supervisor.h"
 
 int main(int argc, char** argv) {
   using namespace manypy;
@@ -27,8 +28,8 @@ int main(int argc, char** argv) {
   // detection on: every lock gRPC takes then updates a process-wide lock graph
   // (measured: 3-4% of the server's CPU on small requests). Off, as in release builds.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  bool help = false;
-  auto options = ParseServerOptions(argc, argv, &help);
+  bool help = false, version = false;
+  auto options = ParseServerOptions(argc, argv, &help, &version);
   if (!options.ok()) {
     fprintf(stderr, "manypy-server: %s\n", options.status().message().c_str());
     return 2;
@@ -37,11 +38,15 @@ int main(int argc, char** argv) {
     fputs(ServerUsage().c_str(), stdout);
     return 0;
   }
+  if (version) {
+    printf("manypy-server %s (libtorch %s, Python %s)\n", MANYPY_VERSION, MANYPY_TORCH_VERSION,
+           MANYPY_PYTHON_VERSION);
+    return 0;
+  }
   SetLogLevel(options->log_level);
   SetLogFormat(options->log_format);
+  // Set by the launcher when it supervises this process (not with --no-supervisor).
   std::optional<SupervisedChild> supervised = TakeSupervisedChild();
-  // The parent: before any thread, interpreter or library logging starts.
-  if (options->supervisor && !supervised) return RunSupervisor(argv, *options);
   InitLibraryLogging(argv[0]);
   InstallCrashHandler({options->log_format == "json", options->crash_state_dir});
   // For the line a model's os._exit leaves, which the model runtime's Python
@@ -53,6 +58,7 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, kStepAsideSignal);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   auto server = Server::Start(*options, supervised ? &*supervised : nullptr);
@@ -67,8 +73,12 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   const auto grace = std::chrono::seconds(options->grace_period_seconds);
-  Log(LogLevel::kInfo, std::string(strsignal(signal_number)) +
-                           ": draining in-flight requests (grace period " +
+  const bool step_aside = signal_number == kStepAsideSignal;
+  Log(LogLevel::kInfo, (step_aside ? std::string("SIGUSR2 (the supervisor's SIGHUP restart): a new "
+                                                "serving process took over; accepting no more, "
+                                                "finishing the calls in flight (grace period ")
+                                   : std::string(strsignal(signal_number)) +
+                                         ": draining in-flight requests (grace period ") +
                            std::to_string(grace.count()) + " s)");
   // A backstop: whatever hangs (a native call holding a GIL, gRPC), the process ends.
   std::thread([grace] {
@@ -76,7 +86,7 @@ int main(int argc, char** argv) {
     Log(LogLevel::kError, "shutdown did not finish within the grace period; exiting");
     _exit(1);
   }).detach();
-  const size_t stuck = (*server)->Drain(grace);
+  const size_t stuck = step_aside ? (*server)->StepAside(grace) : (*server)->Drain(grace);
   (*server)->Wait();
   if (stuck > 0) {
     Log(LogLevel::kError, std::to_string(stuck) +

@@ -7,9 +7,11 @@
 #include <prometheus/family.h>
 #include <prometheus/registry.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <thread>
 
 #include "interpreters/pool.h"
 #include "interpreters/thread_policy.h"
@@ -29,6 +31,7 @@
 #include "server/lifecycle/model_manager.h"
 #include "server/lifecycle/python_model.h"
 #include "server/lifecycle/quarantine.h"
+#include "server/library_logging.h"
 #include "server/log.h"
 #include "server/metrics/compile_metrics.h"
 #include "server/metrics/metrics_server.h"
@@ -157,6 +160,7 @@ struct Server::Parts {
   // After the gRPC server: it stops accepting before gRPC shuts down.
   std::unique_ptr<GrpcConnectionLimit> grpc_connections;
   int grpc_port = 0;
+  int grpc_max_connection_age_seconds = 0;  // StepAside waits for connections this old
   std::unique_ptr<HttpFrontend> http;  // null: --no-http
 };
 
@@ -199,6 +203,8 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
   std::unique_ptr<Server> server(new Server(std::make_unique<Parts>()));
   MANYPY_RETURN_IF_ERROR(server->StartParts(options, supervised));
   NotifySupervisorReady(supervised);
+  // Beside an older process (SIGHUP), scrapes are ours from the switch on.
+  if (server->parts_->metrics) server->parts_->metrics->StartAccepting();
   return server;
 }
 
@@ -240,7 +246,9 @@ Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervi
     const int inherited = supervised != nullptr && !supervised->metrics_fds.empty()
                               ? supervised->metrics_fds.front()
                               : -1;
-    auto started = MetricsServer::Start({options.metrics_address, options.metrics_port, inherited},
+    const bool beside_another = supervised != nullptr && supervised->switching;
+    auto started = MetricsServer::Start({options.metrics_address, options.metrics_port, inherited,
+                                         /*accept_now=*/!beside_another},
                                         p.dispatcher.get(), p.response_cache.get());
     if (!started.ok()) return CannotStart(started.status().ToString());
     p.metrics = std::move(*started);
@@ -330,6 +338,7 @@ Status Server::StartGrpc(const ServerOptions& options, SupervisedChild* supervis
                      : ListeningSockets::Listen(options.grpc_address, options.grpc_port);
   if (!sockets.ok()) return CannotStart(sockets.status().message());
   p.grpc_port = sockets->port();
+  p.grpc_max_connection_age_seconds = options.grpc_max_connection_age_seconds;
   grpc::ServerBuilder builder;
   auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
@@ -339,6 +348,13 @@ Status Server::StartGrpc(const ServerOptions& options, SupervisedChild* supervis
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // Per HTTP/2 connection.
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.grpc_max_concurrent_streams);
+  // A graceful GOAWAY at that age: what moves clients off a process that
+  // steps aside (StepAside) without a failed call. Server::Shutdown's GOAWAY
+  // cannot: grpc 1.51 cancels the calls that cross it (zombied, CANCELLED).
+  if (options.grpc_max_connection_age_seconds > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               options.grpc_max_connection_age_seconds * 1000);
+  }
   p.grpc_server = builder.BuildAndStart();
   if (p.grpc_server == nullptr) return CannotStart("cannot start the gRPC server");
   // Started after the server: gRPC drops connections handed to it before.
@@ -361,6 +377,36 @@ size_t Server::Drain(std::chrono::seconds grace) {
   p.grpc_connections->Stop();
   p.grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   return stuck;
+}
+
+size_t Server::StepAside(std::chrono::seconds grace) {
+  Parts& p = *parts_;
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  // The sockets stay open in the supervisor and the new process, which
+  // accepts every connection from here on.
+  p.grpc_connections->Stop();
+  if (p.http) p.http->StopAccepting();
+  if (p.metrics) p.metrics->StopAccepting();
+  // Serving as usual until each gRPC connection reaches its age and its
+  // client moves (--grpc-max-connection-age); then, or at the grace
+  // period's end, GOAWAY to what is left and a drain of what is in flight.
+  if (p.grpc_max_connection_age_seconds > 0) {
+    size_t open = p.grpc_connections->OpenAfterStop();
+    if (open > 0) {
+      Log(LogLevel::kInfo, std::to_string(open) + " gRPC connection(s) open: serving them until "
+                               "their clients move (--grpc-max-connection-age=" +
+                               std::to_string(p.grpc_max_connection_age_seconds) + ")");
+    }
+    while (open > 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      open = p.grpc_connections->OpenAfterStop();
+    }
+  }
+  p.grpc_server->Shutdown(std::chrono::system_clock::now() +
+                          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                              deadline - std::chrono::steady_clock::now()));
+  const auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now());
+  return Drain(std::max(left, std::chrono::seconds(0)));
 }
 
 void Server::Wait() { parts_->grpc_server->Wait(); }

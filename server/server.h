@@ -36,6 +36,12 @@ class Server {
   /// how many model calls were still running: with any, the caller must exit
   /// without destroying the server (their interpreters are busy).
   size_t Drain(std::chrono::seconds grace);
+  /// The supervisor's switch (kStepAsideSignal): a newer serving process
+  /// accepts on the shared sockets now. Stops accepting on every endpoint,
+  /// sends every gRPC connection GOAWAY (its clients make their next call on
+  /// a new connection, to the new process) and lets calls in flight finish,
+  /// then drains what is left as Drain does, all within `grace`. Returns as Drain.
+  size_t StepAside(std::chrono::seconds grace);
   /// Blocks until Drain has stopped the gRPC server.
   void Wait();
 

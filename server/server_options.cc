@@ -1,10 +1,9 @@
 #include "server/server_options.h"
 
-#include "server/lifecycle/memory_budget.h"
+#include "server/flag_reader.h"
 #include "server/lifecycle/memory_budget.h"
 
 #include <filesystem>
-#include <fstream>
 
 namespace manypy {
 namespace {
@@ -16,33 +15,7 @@ std::string DefaultRepository() {
 }
 
 Status ParseInt(const std::string& flag, const std::string& value, long min, long max, long* out) {
-  try {
-    size_t used = 0;
-    long v = std::stol(value, &used);
-    if (used != value.size() || v < min || v > max) throw std::out_of_range(value);
-    *out = v;
-    return Status::Ok();
-  } catch (const std::exception&) {
-    return InvalidArgument("--" + flag + " needs an integer in [" + std::to_string(min) + ", " +
-                           std::to_string(max) + "], got '" + value + "'");
-  }
-}
-
-Status Apply(const std::string& flag, const std::string& value, ServerOptions* o);
-
-Status ApplyConfigFile(const std::string& path, ServerOptions* o) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot read config file " + path);
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (line.empty() || line[0] == '#') continue;
-    size_t eq = line.find('=');
-    if (eq == std::string::npos) {
-      return InvalidArgument(path + ":" + std::to_string(n) + ": expected flag=value");
-    }
-    MANYPY_RETURN_IF_ERROR(Apply(line.substr(0, eq), line.substr(eq + 1), o));
-  }
-  return Status::Ok();
+  return ParseIntFlag(flag, value, min, max, out);
 }
 
 // --tracing and --trace-*: refused, with the reason, by a server built
@@ -196,6 +169,9 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
   } else if (flag == "grpc-max-connections") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
     o->grpc_max_connections = static_cast<int>(n);
+  } else if (flag == "grpc-max-connection-age") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 86400, &n));
+    o->grpc_max_connection_age_seconds = static_cast<int>(n);
   } else if (flag == "grpc-max-concurrent-streams") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
     o->grpc_max_concurrent_streams = static_cast<int>(n);
@@ -213,7 +189,6 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
       o->supervisor = (value == "true") == (flag == "supervisor");
     }
   }
-  else if (flag == "config") return ApplyConfigFile(value, o);
   else return InvalidArgument("unknown flag --" + flag + " (see --help)");
   return Status::Ok();
 }
@@ -361,6 +336,12 @@ Security (SECURITY.md):
                              concurrent calls per gRPC connection (HTTP/2
                              streams; default 1024); more wait in the client
                              until one ends. Request sizes: --max-message-size
+  --grpc-max-connection-age=SECONDS
+                             a gRPC connection older than this (+-10%) is asked
+                             to go away (a graceful GOAWAY: calls in flight end,
+                             the client reconnects without a failed call), so
+                             that after SIGHUP clients move to the new serving
+                             process (default 30; 0: never)
 
 Crashes (docs/operations.md, "Crashes"):
   --no-supervisor            no parent process: a crash ends the server (for
@@ -375,53 +356,27 @@ Crashes (docs/operations.md, "Crashes"):
 
   --config=FILE              read flags from FILE, one flag=value per line
   --help                     this text
+  --version                  the version of manypy, libtorch and Python
 
 )" + TracingUsage();
 }
 
-StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv, bool* help) {
+StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv, bool* help, bool* version) {
   ServerOptions o;
   o.model_repository = DefaultRepository();
   *help = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
+  if (version != nullptr) *version = false;
+  MANYPY_RETURN_IF_ERROR(ReadFlags(argc, argv, [&](const std::string& flag, const std::string& value) {
+    if (flag == "help") {
       *help = true;
-      continue;
+      return Status::Ok();
     }
-    if (arg == "--no-metrics") {  // the one flag without a value
-      o.metrics = false;
-      continue;
+    if (flag == "version" && version != nullptr) {
+      *version = true;
+      return Status::Ok();
     }
-    if (arg == "--no-http") {  // without a value, like --no-metrics
-      o.http = false;
-      continue;
-    }
-    if (arg == "--tracing") {  // = true
-      MANYPY_RETURN_IF_ERROR(Apply("tracing", "true", &o));
-      continue;
-    }
-    if (arg == "--no-supervisor" || arg == "--clear-quarantine") {  // without a value
-      (arg == "--no-supervisor" ? o.supervisor : o.clear_quarantine) = arg == "--clear-quarantine";
-      continue;
-    }
-    if (arg == "--allow-client-shm" || arg == "--allow-client-shm-remote") {  // = true
-      (arg == "--allow-client-shm" ? o.allow_client_shm : o.allow_client_shm_remote) = true;
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0) return InvalidArgument("unexpected argument '" + arg + "' (see --help)");
-    std::string flag = arg.substr(2), value;
-    size_t eq = flag.find('=');
-    if (eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return InvalidArgument("--" + flag + " needs a value");
-    }
-    MANYPY_RETURN_IF_ERROR(Apply(flag, value, &o));
-  }
+    return Apply(flag, value, &o);
+  }));
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "server/flag_reader.h"
 #include "server/lifecycle/model_settings.h"
 #include "server/tracing/tracing.h"
 
@@ -14,11 +15,11 @@ namespace manypy {
 
 struct ServerOptions {
   std::string model_repository;  ///< default: ../model-repository beside the binary
-  std::string grpc_address = "0.0.0.0";
-  int grpc_port = 8001;
+  std::string grpc_address = kDefaultAddress;
+  int grpc_port = kDefaultGrpcPort;
   bool http = true;  ///< the KServe v2 REST endpoint on
-  std::string http_address = "0.0.0.0";
-  int http_port = 8000;  ///< 0 picks a free port
+  std::string http_address = kDefaultAddress;
+  int http_port = kDefaultHttpPort;  ///< 0 picks a free port
   size_t interpreters = 0;  ///< 0: one per core
   bool explicit_model_control = false;
   bool on_demand = false;  ///< --model-control-mode=on-demand
@@ -34,8 +35,8 @@ struct ServerOptions {
   std::string log_format = "text";  ///< "text" or "json" (one object per line)
   double access_log_fraction = 0;   ///< of requests logged, sampled; 0: none
   bool metrics = true;              ///< Prometheus endpoint on
-  std::string metrics_address = "0.0.0.0";
-  int metrics_port = 8002;  ///< GET /metrics; 0 picks a free port
+  std::string metrics_address = kDefaultAddress;
+  int metrics_port = kDefaultMetricsPort;  ///< GET /metrics; 0 picks a free port
   std::string cache_dir;
   std::string compile_cache_dir;  ///< Inductor's cache (torch.compile); empty: the pool's default
   /// Bearer tokens (SECURITY.md): empty paths, none. The management token, when
@@ -52,12 +53,17 @@ struct ServerOptions {
   int http_max_connections = 1024;                ///< open HTTP connections; more are closed
   int grpc_max_connections = 1024;                ///< open gRPC connections; more are closed
   int grpc_max_concurrent_streams = 1024;         ///< per HTTP/2 connection; more wait
+  /// A gRPC connection gets a graceful GOAWAY after this long (its client
+  /// reconnects without a failed call), so that a replaced serving process
+  /// (SIGHUP) loses its clients; 0: never.
+  int grpc_max_connection_age_seconds = 30;
   /// Queue, execution-limit and warm-up defaults and per-model overrides.
   ServingDefaults serving;
   /// OpenTelemetry tracing (off by default; refused where not built in).
   TracingOptions tracing;
-  /// Run as a small parent that holds the listening sockets and restarts the
-  /// serving process when it dies of a signal (server/supervisor/).
+  /// Read by the launcher (supervisor/launch_options.h), which runs a small
+  /// parent that holds the listening sockets and restarts the serving process
+  /// when it dies of a signal; accepted and ignored by the serving process.
   bool supervisor = true;
   /// Where crashes are recorded and models quarantined (docs/operations.md, "Crashes").
   std::string crash_state_dir = "/tmp/manypy-crash-state";
@@ -67,8 +73,10 @@ struct ServerOptions {
 /// The --help text.
 std::string ServerUsage();
 
-/// Parses argv. `*help` is set when --help was given. INVALID_ARGUMENT names
-/// the bad flag or value.
-StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv, bool* help);
+/// Parses argv (flag_reader.h's grammar). `*help` is set when --help was given,
+/// `*version` when --version was (refused as unknown when `version` is null).
+/// INVALID_ARGUMENT names the bad flag or value.
+StatusOr<ServerOptions> ParseServerOptions(int argc, char** argv, bool* help,
+                                           bool* version = nullptr);
 
 }  // namespace manypy

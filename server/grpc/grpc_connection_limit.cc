@@ -69,6 +69,11 @@ void GrpcConnectionLimit::Stop() {
   sockets_.Close();
 }
 
+size_t GrpcConnectionLimit::OpenAfterStop() {
+  Stop();  // the accept thread, which owns handed_over_ until then, has ended
+  return handed_over_.Recount() ? handed_over_.size() : 0;
+}
+
 GrpcConnectionLimit::~GrpcConnectionLimit() {
   Stop();
   close(wake_fd_);

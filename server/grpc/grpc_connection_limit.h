@@ -41,6 +41,10 @@ class GrpcConnectionLimit {
   /// refused by the kernel); connections already handed over stay with gRPC.
   /// Call before the server shuts down. Idempotent.
   void Stop();
+  /// After Stop: how many of the connections handed to gRPC are still open
+  /// (gRPC closes one when its client has gone away); 0 when /proc/self/fd
+  /// cannot be read, as then nothing is known to wait for.
+  size_t OpenAfterStop();
   ~GrpcConnectionLimit();
 
  private:

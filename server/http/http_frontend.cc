@@ -85,11 +85,11 @@ void HttpFrontend::Accept() {
       if (io_->tls != nullptr) {
         StartSession(std::make_shared<HttpsSession>(
                          boost::beast::ssl_stream<boost::beast::tcp_stream>(std::move(socket), *io_->tls),
-                         &router_, options_.limits, in_flight_),
+                         &router_, options_.limits, in_flight_, closing_),
                      std::move(slot));
       } else {
         StartSession(std::make_shared<HttpSession>(boost::beast::tcp_stream(std::move(socket)), &router_,
-                                                   options_.limits, in_flight_),
+                                                   options_.limits, in_flight_, closing_),
                      std::move(slot));
       }
     } else {
@@ -118,13 +118,18 @@ void HttpFrontend::RefuseConnection(tcp::socket socket) {
   socket.close(ignored);
 }
 
-void HttpFrontend::Stop(std::chrono::milliseconds wait) {
-  if (stopped_) return;
-  stopped_ = true;
+void HttpFrontend::StopAccepting() {
+  *closing_ = true;
   net::post(io_->acceptor.get_executor(), [this] {
     boost::system::error_code ignored;
     io_->acceptor.close(ignored);
   });
+}
+
+void HttpFrontend::Stop(std::chrono::milliseconds wait) {
+  if (stopped_) return;
+  stopped_ = true;
+  StopAccepting();
   auto deadline = std::chrono::steady_clock::now() + wait;
   while (*in_flight_ > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

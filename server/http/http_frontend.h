@@ -43,6 +43,10 @@ class HttpFrontend {
 
   /// The port it listens on (the one picked, for port 0).
   int port() const { return port_; }
+  /// Stops accepting; open connections are served, each closed after its next
+  /// reply (the listening socket stays open for whoever shares it: the
+  /// supervisor's next child, which accepts the clients' new connections).
+  void StopAccepting();
   /// Stops accepting, gives responses in flight up to `wait` to be written,
   /// then closes every connection and joins the I/O threads. Call once the
   /// dispatcher has answered every request.
@@ -64,6 +68,8 @@ class HttpFrontend {
   std::unique_ptr<Io> io_;
   int port_ = 0;
   std::shared_ptr<std::atomic<int>> in_flight_ = std::make_shared<std::atomic<int>>(0);
+  // Set by StopAccepting: replies end their connections from then on.
+  std::shared_ptr<std::atomic<bool>> closing_ = std::make_shared<std::atomic<bool>>(false);
   std::vector<std::thread> threads_;
   bool stopped_ = false;
   std::atomic<bool> refused_logged_{false};

@@ -162,6 +162,9 @@ void BasicHttpSession<Stream>::Reply(HttpResponse r, bool keep_alive, unsigned v
     response_->set("Inference-Header-Content-Length", std::to_string(*r.inference_header_length));
   }
   for (const auto& [field, value] : r.headers) response_->set(field, value);
+  // A process stepping aside ends each connection with its reply: the
+  // client's next request opens a new one, which the new process accepts.
+  keep_alive = keep_alive && !closing_->load(std::memory_order_relaxed);
   response_->keep_alive(keep_alive);
   response_->body() = std::move(r.body);
   response_->prepare_payload();

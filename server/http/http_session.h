@@ -29,10 +29,16 @@ template <typename Stream>
 class BasicHttpSession : public std::enable_shared_from_this<BasicHttpSession<Stream>> {
  public:
   /// `stream` is connected (for TLS, not yet shaken hands); `in_flight` counts
-  /// requests read and not yet answered (for shutdown).
+  /// requests read and not yet answered (for shutdown); once `closing` is set
+  /// (the frontend stopped accepting) each reply ends its connection.
   BasicHttpSession(Stream stream, HttpRouter* router, HttpSessionLimits limits,
-                   std::shared_ptr<std::atomic<int>> in_flight)
-      : stream_(std::move(stream)), router_(router), limits_(limits), in_flight_(std::move(in_flight)) {}
+                   std::shared_ptr<std::atomic<int>> in_flight,
+                   std::shared_ptr<const std::atomic<bool>> closing)
+      : stream_(std::move(stream)),
+        router_(router),
+        limits_(limits),
+        in_flight_(std::move(in_flight)),
+        closing_(std::move(closing)) {}
 
   void Start();
   /// Keeps `slot` (a ConnectionLimiter slot) until the connection ends.
@@ -67,6 +73,7 @@ class BasicHttpSession : public std::enable_shared_from_this<BasicHttpSession<St
   HttpRouter* const router_;
   const HttpSessionLimits limits_;
   const std::shared_ptr<std::atomic<int>> in_flight_;
+  const std::shared_ptr<const std::atomic<bool>> closing_;
   std::shared_ptr<void> slot_;  // released with the session
 };
 

@@ -96,15 +96,26 @@ StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const Options& opt
   server->observer_ = std::make_unique<PrometheusObserver>(server->registry_.get(),
                                                            dispatcher->slots());
   SetInferenceObserver(server->observer_.get());
-  server->thread_ = std::thread([s = server.get()] { s->Serve(); });
+  if (options.accept_now) server->StartAccepting();
   return server;
 }
 
-MetricsServer::~MetricsServer() {
+void MetricsServer::StartAccepting() {
+  if (accepting_ || stopping_) return;
+  accepting_ = true;
+  thread_ = std::thread([this] { Serve(); });
+}
+
+void MetricsServer::StopAccepting() {
   stopping_ = true;
+  if (!thread_.joinable()) return;
   const char wake = 0;
   if (write(wake_[1], &wake, 1) < 0) shutdown(listen_fd_, SHUT_RDWR);  // wakes Serve's poll
-  if (thread_.joinable()) thread_.join();
+  thread_.join();
+}
+
+MetricsServer::~MetricsServer() {
+  StopAccepting();
   close(listen_fd_);
   close(wake_[0]);
   close(wake_[1]);

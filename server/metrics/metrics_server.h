@@ -29,6 +29,10 @@ class MetricsServer {
     /// A socket already listening (inherited from the supervisor) to serve on
     /// instead of binding address:port; -1: bind. Owned by the server.
     int listen_fd = -1;
+    /// False: bound (the port is known, metrics are recorded) but nothing is
+    /// accepted until StartAccepting (a serving process started beside
+    /// another one, which serves the shared socket until this one is ready).
+    bool accept_now = true;
   };
 
   /// Listens, registers every metric family and installs the observer.
@@ -40,6 +44,12 @@ class MetricsServer {
                                                         const ResponseCache* response_cache = nullptr);
   /// Stops serving and uninstalls the observer; call when no request runs any more.
   ~MetricsServer();
+
+  /// Starts accepting scrapes (after Options::accept_now = false); idempotent.
+  void StartAccepting();
+  /// Stops accepting scrapes (the socket stays open for whoever shares it);
+  /// Scrape() still works. Idempotent.
+  void StopAccepting();
 
   int port() const { return port_; }
   /// "http://ADDRESS:PORT/metrics".
@@ -64,6 +74,8 @@ class MetricsServer {
   // stop it listening for the supervisor's next child too, which shares it.
   int wake_[2] = {-1, -1};
   std::atomic<bool> stopping_{false};
+  // Started and stopped by one thread (main's).
+  bool accepting_ = false;
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<ScrapeCollector> collector_;
   std::unique_ptr<PrometheusObserver> observer_;

@@ -40,7 +40,9 @@ std::string EncodeHandover(const SupervisedChild& child) {
   AppendFds(out, "grpc", child.grpc_fds);
   AppendFds(out, "http", child.http_fds);
   AppendFds(out, "metrics", child.metrics_fds);
-  out << "ready=" << child.ready_fd << ";restarts=";
+  out << "ready=" << child.ready_fd << ";";
+  if (child.switching) out << "switch=1;";
+  out << "restarts=";
   for (size_t i = 0; i < child.restarts.size(); ++i) {
     out << (i ? "," : "") << child.restarts[i].first << ":" << child.restarts[i].second;
   }
@@ -60,6 +62,11 @@ std::optional<SupervisedChild> DecodeHandover(const std::string& text) {
         if (colon == std::string::npos || !ParseInt(entry.substr(colon + 1), &count)) return std::nullopt;
         child.restarts.emplace_back(entry.substr(0, colon), count);
       }
+      continue;
+    }
+    if (role == "switch") {
+      if (value != "1") return std::nullopt;
+      child.switching = true;
       continue;
     }
     std::vector<int>* fds = role == "grpc"      ? &child.grpc_fds

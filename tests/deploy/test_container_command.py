@@ -86,14 +86,14 @@ class ContainerCommandLines(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="manypy-deploy-")
         os.chmod(cls.tmp, 0o755)  # the image's user reads the repositories in it
         cls.defaults = default_ports()
-        # The image's layout (Dockerfile: /stage/opt/manypy): bin/manypy-server
-        # and lib/libmanypy_shim.so, nothing else of the build tree.
+        # The image's layout (Dockerfile: /stage/opt/manypy): bin/manypy-server,
+        # libexec/manypy-serving and lib/libmanypy_shim.so, nothing else of the build tree.
         cls.server = os.path.join(cls.tmp, "opt", "manypy", "bin", "manypy-server")
-        os.makedirs(os.path.dirname(cls.server))
-        os.makedirs(os.path.join(cls.tmp, "opt", "manypy", "lib"))
-        shutil.copy2(SERVER, cls.server)
-        shutil.copy2(os.path.join(os.path.dirname(os.path.dirname(SERVER)), "lib", "libmanypy_shim.so"),
-                     os.path.join(cls.tmp, "opt", "manypy", "lib"))
+        built = os.path.dirname(os.path.dirname(SERVER))
+        for folder, name in (("bin", "manypy-server"), ("libexec", "manypy-serving"),
+                             ("lib", "libmanypy_shim.so")):
+            os.makedirs(os.path.join(cls.tmp, "opt", "manypy", folder))
+            shutil.copy2(os.path.join(built, folder, name), os.path.join(cls.tmp, "opt", "manypy", folder))
         cls.as_root = os.geteuid() == 0
         cls.uid, cls.gid = image_user()
         # One writable cache for every start (the image's /var/cache/manypy).

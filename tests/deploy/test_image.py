@@ -93,6 +93,8 @@ class Dockerfile(unittest.TestCase):
         self.assertIn("/stage/opt/manypy /opt/manypy", copies)
         build_run = " ".join(self.image.instructions("RUN", 0))
         self.assertIn("/stage/opt/manypy/bin/", build_run)
+        # The serving binary the launcher runs: ../libexec/manypy-serving beside bin/.
+        self.assertIn("libexec/manypy-serving /stage/opt/manypy/libexec/", build_run)
         self.assertIn("libmanypy_shim.so /stage/opt/manypy/lib/", build_run)
 
     def test_dockerignore_keeps_build_trees_out(self):
@@ -105,12 +107,14 @@ class Dockerfile(unittest.TestCase):
 class RuntimePackages(unittest.TestCase):
     def test_runtime_packages_of_the_built_server(self):
         server = os.environ["MANYPY_SERVER_BINARY"]
-        shim = os.path.join(os.path.dirname(os.path.dirname(server)), "lib", "libmanypy_shim.so")
+        prefix = os.path.dirname(os.path.dirname(server))
+        shim = os.path.join(prefix, "lib", "libmanypy_shim.so")
+        serving = os.path.join(prefix, "libexec", "manypy-serving")
         libpython = subprocess.run(
             ["/usr/bin/python3", "-c", "import sysconfig as s; "
              "print(s.get_config_var('LIBDIR') + '/' + s.get_config_var('INSTSONAME'))"],
             check=True, capture_output=True, text=True).stdout.strip()
-        r = subprocess.run(["bash", os.path.join(d.SOURCE, "tools", "runtime-packages.sh"), server, shim, libpython],
+        r = subprocess.run(["bash", os.path.join(d.SOURCE, "tools", "runtime-packages.sh"), server, serving, shim, libpython],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         packages = [p.split(":")[0] for p in r.stdout.split()]

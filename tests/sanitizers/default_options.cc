@@ -1,6 +1,6 @@
 // The sanitizer runtimes' default options for the sanitizer builds
 // (cmake/Sanitizers.cmake, docs/testing.md#sanitizers): compiled into each test
-// executable and manypy-server there, so a plain `ctest` in build-tsan or
+// executable and the server's two there, so a plain `ctest` in build-tsan or
 // build-asan behaves as `make test-tsan` / `make test-asan`. The runtimes call
 // these before main, once; TSAN_OPTIONS, ASAN_OPTIONS, UBSAN_OPTIONS and
 // LSAN_OPTIONS set in the environment still override them.
@@ -16,7 +16,7 @@ const char* __tsan_default_options() {
 }
 
 // Tests: detect_leaks on (ASan's default), with the suppressions below.
-// manypy-server (MANYPY_SANITIZER_SERVER): off. At exit its heap holds each
+// manypy-serving (MANYPY_SANITIZER_SERVER): off. At exit its heap holds each
 // interpreter's CPython runtime and libtorch's registrations, kept on purpose
 // until the process ends; LeakSanitizer's scan and symbolizing of that took
 // longer than the 30 s shutdown grace period in every server_e2e_test case

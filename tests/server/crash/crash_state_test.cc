@@ -1,15 +1,20 @@
 // The data the crash containment passes around, as functions: the crash line
 // the signal handler writes and quarantine reads, the quarantine's verdicts
-// over time, and the handover from the supervisor to its child.
+// over time, the handover from the supervisor to its child, and the flags the
+// launcher reads (the serving process's own reading of them is checked too).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "server/crash/crash_record.h"
 #include "server/lifecycle/quarantine.h"
+#include "server/server_options.h"
+#include "server/supervisor/launch_options.h"
 #include "server/supervisor/supervised_child.h"
 #include "tests/package_format/test_zip.h"
 
@@ -132,9 +137,89 @@ TEST(SupervisedChildTest, TheHandoverRoundTrips) {
   EXPECT_TRUE(back->metrics_fds.empty());
   EXPECT_EQ(back->ready_fd, 7);
   EXPECT_EQ(back->restarts, child.restarts);
-  for (const char* bad : {"grpc=x", "tcp=3", "ready", "restarts=SIGSEGV", "restarts=SIGSEGV:-1"}) {
+  EXPECT_FALSE(back->switching);
+  child.switching = true;  // a SIGHUP child
+  back = DecodeHandover(EncodeHandover(child));
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->switching);
+  for (const char* bad : {"grpc=x", "tcp=3", "ready", "restarts=SIGSEGV", "restarts=SIGSEGV:-1", "switch=2"}) {
     EXPECT_FALSE(DecodeHandover(bad)) << bad;
   }
+}
+
+// argv for the readers: "manypy-server" then `args`.
+struct Argv {
+  explicit Argv(std::vector<std::string> args) : words(std::move(args)) {
+    words.insert(words.begin(), "manypy-server");
+    for (auto& w : words) pointers.push_back(w.data());
+  }
+  int argc() const { return static_cast<int>(words.size()); }
+  char** argv() { return pointers.data(); }
+  std::vector<std::string> words;
+  std::vector<char*> pointers;
+};
+
+TEST(LaunchOptionsTest, ReadsTheSocketFlagsAsTheServingProcessDoes) {
+  const std::string config = ::testing::TempDir() + "/launch_options_test.conf";
+  std::ofstream(config) << "# a comment\nhttp-port=9100\nno-metrics=true\ninterpreters=3\n";
+  Argv args({"--grpc-address", "127.0.0.1", "--grpc-port=9101", "--config=" + config, "--no-supervisor",
+             "--tracing", "--model-repository=/models", "--log-format=json", "--metrics-port", "9102"});
+  auto launch = ReadLaunchOptions(args.argc(), args.argv());
+  ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+  EXPECT_EQ(launch->grpc_address, "127.0.0.1");
+  EXPECT_EQ(launch->grpc_port, 9101);
+  EXPECT_EQ(launch->http_port, 9100);
+  EXPECT_TRUE(launch->http);
+  EXPECT_FALSE(launch->metrics);
+  EXPECT_EQ(launch->metrics_port, 9102);
+  EXPECT_FALSE(launch->supervisor);
+  EXPECT_FALSE(launch->forward);
+  EXPECT_EQ(launch->log_format, "json");
+  // The serving process reads the same words the same way (tracing aside,
+  // which a build without OpenTelemetry refuses).
+  Argv served({"--grpc-address", "127.0.0.1", "--grpc-port=9101", "--config=" + config, "--no-supervisor",
+               "--model-repository=/models", "--log-format=json", "--metrics-port", "9102"});
+  bool help = true;
+  auto options = ParseServerOptions(served.argc(), served.argv(), &help);
+  ASSERT_TRUE(options.ok()) << options.status().ToString();
+  EXPECT_FALSE(help);
+  EXPECT_EQ(options->grpc_address, launch->grpc_address);
+  EXPECT_EQ(options->grpc_port, launch->grpc_port);
+  EXPECT_EQ(options->http_port, launch->http_port);
+  EXPECT_EQ(options->metrics, launch->metrics);
+  EXPECT_EQ(options->metrics_port, launch->metrics_port);
+  EXPECT_EQ(options->supervisor, launch->supervisor);
+  EXPECT_EQ(options->interpreters, 3u);
+}
+
+TEST(LaunchOptionsTest, DefaultsForwardsAndErrors) {
+  Argv none({});
+  auto launch = ReadLaunchOptions(none.argc(), none.argv());
+  ASSERT_TRUE(launch.ok());
+  bool help = false;
+  auto options = ParseServerOptions(none.argc(), none.argv(), &help);
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(launch->grpc_address, options->grpc_address);
+  EXPECT_EQ(launch->grpc_port, options->grpc_port);
+  EXPECT_EQ(launch->http_port, options->http_port);
+  EXPECT_EQ(launch->metrics_port, options->metrics_port);
+  EXPECT_TRUE(launch->supervisor);
+  for (const char* forwarded : {"--help", "-h", "--version"}) {
+    Argv args({"--grpc-port=1", forwarded});
+    auto read = ReadLaunchOptions(args.argc(), args.argv());
+    ASSERT_TRUE(read.ok());
+    EXPECT_TRUE(read->forward) << forwarded;
+  }
+  Argv bad_port({"--http-port=70000"});
+  auto bad = ReadLaunchOptions(bad_port.argc(), bad_port.argv());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "--http-port needs an integer in [0, 65535], got '70000'");
+  Argv bare({"serve"});
+  EXPECT_FALSE(ReadLaunchOptions(bare.argc(), bare.argv()).ok());
+  Argv missing({"--grpc-port"});
+  EXPECT_EQ(ReadLaunchOptions(missing.argc(), missing.argv()).status().message(), "--grpc-port needs a value");
+  Argv no_file({"--config=/nonexistent/manypy.conf"});
+  EXPECT_EQ(ReadLaunchOptions(no_file.argc(), no_file.argv()).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

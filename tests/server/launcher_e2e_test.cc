@@ -1,0 +1,255 @@
+// LauncherTest: manypy-server, the launcher, with the real serving binary. The
+// parent links and maps none of libtorch, CPython, gRPC or protobuf and stays
+// a few MiB; --help, --version and --no-supervisor reach the serving binary
+// (in place: the same pid); SIGHUP switches to a new serving process while 5
+// clients call a model (gRPC, HTTP, HTTP keep-alive): no connection refused,
+// every request answered OK, and a new process that cannot start leaves the
+// old one serving.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/test_util/http_client.h"
+#include "tests/test_util/scaled_clients.h"
+#include "tests/test_util/server_fixture.h"
+
+namespace manypy {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// The launcher's own memory, anonymous (heap, stacks, data): it was 63 MiB
+// when the parent was the serving binary itself (libtorch's, gRPC's and
+// protobuf's static initialisers); libc and libstdc++ alone need well under this.
+constexpr double kMaxParentRssAnonMiB = 4;
+// Libraries the parent must neither link nor map.
+const char* const kHeavyLibraries[] = {"libtorch", "libc10", "libpython", "libgrpc", "libprotobuf",
+                                       "libgpr", "libabsl", "libtcmalloc"};
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// stdout (and stderr) of `command` and its exit status.
+std::string RunCommand(const std::string& command, int* status) {
+  std::string out;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  char buffer[4096];
+  for (size_t n; pipe != nullptr && (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) out.append(buffer, n);
+  const int raw = pipe != nullptr ? pclose(pipe) : -1;
+  *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return out;
+}
+
+// A field of /proc/PID/status in MiB ("RssAnon", "VmRSS"); -1 when absent.
+double StatusMiB(pid_t pid, const std::string& field) {
+  std::istringstream lines(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024;
+  }
+  return -1;
+}
+
+pid_t ChildOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  pid_t child = -1;
+  in >> child;
+  return in ? child : -1;
+}
+
+bool Running(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+class LauncherTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("manypy_launcher_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "repository");
+    fs::copy_file(fs::path(MANYPY_TEST_REPOSITORY) / "swap/scaled_v1.mpk", dir_ / "repository" / "scaled_v1.mpk");
+    server_.set_stderr_path((dir_ / "server.log").string());
+  }
+  void TearDown() override {
+    ServerTest::TearDown();
+    fs::remove_all(dir_);
+  }
+  void Start(std::vector<std::string> args) {
+    args.push_back("--model-repository=" + (dir_ / "repository").string());
+    args.push_back("--crash-state-dir=" + (dir_ / "state").string());
+    StartServer(std::move(args));
+  }
+  std::string Log() { return ReadFile(dir_ / "server.log"); }
+  int HttpStatus(int port, const std::string& target, std::string* body = nullptr) {
+    try {
+      testing::HttpConnection connection(port);
+      testing::HttpReply reply = connection.Send("GET", target);
+      if (body != nullptr) *body = reply.body;
+      return reply.status;
+    } catch (const std::exception&) {
+      return -1;
+    }
+  }
+  // Waits up to `limit` for `done`; whether it came.
+  template <typename Done>
+  bool WaitFor(Done done, std::chrono::seconds limit = 90s) {
+    for (const Clock::time_point until = Clock::now() + limit; Clock::now() < until;) {
+      if (done()) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return done();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(LauncherTest, TheParentLinksNoHeavyLibraryAndStaysSmall) {
+  int status = 0;
+  const std::string linked = RunCommand(std::string("ldd ") + MANYPY_SERVER_BINARY, &status);
+  ASSERT_EQ(status, 0) << linked;
+  for (const char* library : kHeavyLibraries) EXPECT_FALSE(Contains(linked, library)) << linked;
+
+  Start({"--interpreters=1"});
+  const pid_t parent = server_.pid(), child = ChildOf(parent);
+  ASSERT_GT(child, 0) << Log();
+  const std::string maps = ReadFile("/proc/" + std::to_string(parent) + "/maps");
+  for (const char* library : kHeavyLibraries) EXPECT_FALSE(Contains(maps, library)) << library;
+  EXPECT_TRUE(Contains(ReadFile("/proc/" + std::to_string(child) + "/maps"), "libtorch"));
+  const double anon = StatusMiB(parent, "RssAnon"), rss = StatusMiB(parent, "VmRSS");
+  printf("[ launcher ] parent (manypy-server): RssAnon %.2f MiB, VmRSS %.2f MiB; its serving child: "
+         "RssAnon %.1f MiB, VmRSS %.1f MiB\n",
+         anon, rss, StatusMiB(child, "RssAnon"), StatusMiB(child, "VmRSS"));
+  EXPECT_GT(anon, 0);
+  EXPECT_LT(anon, kMaxParentRssAnonMiB);
+}
+
+TEST_F(LauncherTest, NoSupervisorRunsTheServingBinaryInPlace) {
+  Start({"--interpreters=1", "--no-supervisor"});
+  EXPECT_EQ(ChildOf(server_.pid()), -1);
+  const fs::path exe = fs::read_symlink("/proc/" + std::to_string(server_.pid()) + "/exe");
+  EXPECT_EQ(exe.filename(), "manypy-serving") << exe;
+  EXPECT_TRUE(Contains(ReadFile("/proc/" + std::to_string(server_.pid()) + "/maps"), "libtorch"));
+}
+
+TEST_F(LauncherTest, HelpVersionAndBadFlagsAreTheServingBinarys) {
+  int status = 0;
+  std::string help = RunCommand(std::string(MANYPY_SERVER_BINARY) + " --help", &status);
+  EXPECT_EQ(status, 0);
+  for (const char* flag : {"--model-repository=DIR", "--no-supervisor", "--crash-state-dir", "--version",
+                           "--trace-endpoint"}) {
+    EXPECT_TRUE(Contains(help, flag)) << flag << "\n" << help;
+  }
+  std::string version = RunCommand(std::string(MANYPY_SERVER_BINARY) + " --version", &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(version.rfind(std::string("manypy-server ") + MANYPY_VERSION + " (libtorch ", 0), 0u) << version;
+  // A flag the launcher reads, and one only the serving binary knows: both
+  // refused with status 2 and the flag named.
+  std::string bad = RunCommand(std::string(MANYPY_SERVER_BINARY) + " --grpc-port=x", &status);
+  EXPECT_EQ(status, 2);
+  EXPECT_TRUE(Contains(bad, "--grpc-port needs an integer in [0, 65535], got 'x'")) << bad;
+  bad = RunCommand(std::string(MANYPY_SERVER_BINARY) +
+                " --grpc-address=127.0.0.1 --grpc-port=0 --http-port=0 --metrics-port=0 --bogus=1",
+            &status);
+  EXPECT_EQ(status, 2);
+  EXPECT_TRUE(Contains(bad, "unknown flag --bogus")) << bad;
+}
+
+TEST_F(LauncherTest, SighupSwitchesWithoutARefusedConnection) {
+  // Flags in a file: SIGHUP's child reads it again, so a bad one makes a child that cannot start.
+  const fs::path config = dir_ / "server.conf";
+  std::ofstream(config) << "model-control-mode=explicit\nload-model=scaled\n";
+  // Connections get GOAWAY at 5 s old (30 by default): the old process's
+  // clients move within that, then it exits.
+  Start({"--config=" + config.string(), "--grace-period=20", "--grpc-max-connection-age=5"});
+  const pid_t parent = server_.pid(), first = ChildOf(parent);
+  ASSERT_GT(first, 0) << Log();
+  testing::ScaledClients clients(server_.address(), server_.http_port());
+  // A fifth client keeps its HTTP connection while the server lets it (a
+  // process stepping aside ends it after a reply; the next one is the new's).
+  std::atomic<bool> stop_keep_alive{false};
+  std::thread keep_alive([&] {
+    const std::string body = R"({"inputs":[{"name":"INPUT__0","datatype":"FP32","shape":[1],"data":[2]}]})";
+    while (!stop_keep_alive) {
+      try {
+        testing::HttpConnection connection(server_.http_port());
+        for (bool open = true; open && !stop_keep_alive;) {
+          testing::HttpReply reply = connection.Send("POST", "/v2/models/scaled/infer", body);
+          clients.tally.Count(reply.status == 200 ? "keep-alive ok" : "keep-alive failed: " + std::to_string(reply.status));
+          open = reply.status == 200 && reply.keep_alive;
+        }
+      } catch (const std::exception& e) {
+        clients.tally.Count(std::string("keep-alive refused: ") + e.what());
+      }
+    }
+  });
+  std::this_thread::sleep_for(300ms);
+
+  // A new child that cannot start: the old one keeps serving, nothing switched.
+  std::ofstream(config) << "model-control-mode=explicit\nload-model=scaled\nbogus=1\n";
+  kill(parent, SIGHUP);
+  ASSERT_TRUE(WaitFor([&] { return Contains(Log(), "before it was ready; " + std::to_string(first) + " keeps serving"); }))
+      << Log();
+  EXPECT_TRUE(Contains(Log(), "unknown flag --bogus")) << Log();
+  EXPECT_TRUE(Running(first));
+
+  // The switch: the new child serves once ready, the old one drains and exits.
+  std::ofstream(config) << "model-control-mode=explicit\nload-model=scaled\n";
+  const Clock::time_point hup = Clock::now();
+  kill(parent, SIGHUP);
+  ASSERT_TRUE(WaitFor([&] { return Contains(Log(), "stops accepting and drains"); })) << Log();
+  const double switched = std::chrono::duration<double>(Clock::now() - hup).count();
+  ASSERT_TRUE(WaitFor([&] { return !Running(first); }, 30s)) << "the old serving process did not exit\n" << Log();
+  const double drained = std::chrono::duration<double>(Clock::now() - hup).count();
+  std::this_thread::sleep_for(500ms);  // the clients are served by the new one
+  clients.Stop();
+  stop_keep_alive = true;
+  keep_alive.join();
+  const std::string counts = clients.tally.ToString();
+  printf("[ launcher ] SIGHUP: switched after %.2f s, old process gone after %.2f s; answers: %s"
+         "(2-core machine shared by 4 engineers)\n", switched, drained, counts.c_str());
+  EXPECT_FALSE(Contains(counts, "refused")) << counts;
+  EXPECT_FALSE(Contains(counts, "unavailable")) << counts;
+  EXPECT_FALSE(Contains(counts, "closed")) << counts;
+  EXPECT_FALSE(Contains(counts, "other")) << counts;
+  EXPECT_GT(clients.tally.Of("grpc ok"), 0) << counts;
+  EXPECT_GT(clients.tally.Of("http ok"), 0) << counts;
+  EXPECT_GT(clients.tally.Of("keep-alive ok"), 0) << counts;
+  EXPECT_FALSE(Contains(counts, "failed")) << counts;
+
+  const pid_t second = ChildOf(parent);
+  EXPECT_GT(second, 0);
+  EXPECT_NE(second, first);
+  EXPECT_TRUE(Contains(Log(), "replaced serving process " + std::to_string(first) + " exited with status 0"))
+      << Log();
+  std::string metrics;
+  EXPECT_EQ(HttpStatus(server_.metrics_port(), "/metrics", &metrics), 200);
+  EXPECT_TRUE(Contains(metrics, "manypy_build_info")) << metrics;
+  EXPECT_EQ(HttpStatus(server_.http_port(), "/v2/health/ready"), 200);
+  ModelInferResponse out;
+  EXPECT_TRUE(Infer(FloatRequest("scaled", {1.f}), &out).ok());
+}
+
+}  // namespace
+}  // namespace manypy
