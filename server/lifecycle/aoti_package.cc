@@ -8,6 +8,12 @@
 
 #include "package_format/zip_layout.h"
 
+// The .pt2 (the zip torch._inductor.aoti_compile_and_package writes) is stored
+// uncompressed in the archive (SCHEMA.md), and its entries uncompressed in it,
+// so the shared object -- about the size of the weights, which it holds -- is a
+// byte range of the archive's file: the loader copies it file to file rather
+// than reading the .pt2 and the .so into memory (two copies of the weights at
+// once: resnet50's load peaked 100+ MiB above the Python platform).
 namespace manypy {
 
 namespace {

@@ -1,11 +1,6 @@
-// ReadAotiPackage: where the server finds what it needs in an archive's
-// AOTInductor .pt2 package (the zip torch._inductor.aoti_compile_and_package
-// writes, stored uncompressed in the archive: SCHEMA.md): the compiled
-// shared object of its model, as a byte range of the archive's file, and the
-// device it was compiled for. It reads only the two zips' directories and the
-// small metadata file (pread on the archive's descriptor, no libtorch), so
-// the shared object -- about the size of the weights, which it holds -- is
-// never in memory here: the loader copies it file to file. Thread-safe.
+// ReadAotiPackage: where an archive's AOTInductor .pt2 keeps its model's compiled shared
+// object (a byte range of the archive's file) and the device it was compiled for, read with
+// pread from the zips' directories, never the shared object itself. Thread-safe.
 #pragma once
 
 #include <cstdint>
