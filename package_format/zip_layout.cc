@@ -25,11 +25,19 @@ uint16_t Le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8
 uint32_t Le32(const uint8_t* p) { return Le16(p) | (static_cast<uint32_t>(Le16(p + 2)) << 16); }
 uint64_t Le64(const uint8_t* p) { return Le32(p) | (static_cast<uint64_t>(Le32(p + 4)) << 32); }
 
-Status ReadAt(int fd, uint64_t offset, uint64_t size, std::string* out) {
+// The zip being read: the bytes [base, base + size) of the file open on fd (base 0 for a
+// zip file; an entry's data for a zip stored inside another).
+struct Window {
+  int fd;
+  uint64_t base;
+};
+
+// Reads `size` bytes at `offset` of the window.
+Status ReadAt(const Window& w, uint64_t offset, uint64_t size, std::string* out) {
   out->resize(size);
   uint64_t done = 0;
   while (done < size) {
-    ssize_t n = pread(fd, &(*out)[done], size - done, static_cast<off_t>(offset + done));
+    ssize_t n = pread(w.fd, &(*out)[done], size - done, static_cast<off_t>(w.base + offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return InvalidArgument(std::string("read failed: ") + std::strerror(errno));
     if (n == 0)
@@ -50,12 +58,12 @@ struct Directory {
 
 // Finds the EOCD (its comment must reach exactly to the end of the file, so trailing bytes
 // are refused), then the ZIP64 EOCD through its locator when there is one.
-StatusOr<Directory> ReadDirectoryEnd(int fd, uint64_t file_size) {
+StatusOr<Directory> ReadDirectoryEnd(const Window& zip, uint64_t file_size) {
   if (file_size < kEocdSize) return InvalidArgument("not a zip file (too short for one)");
   const uint64_t tail_size = std::min(file_size, kEocdSize + kMaxComment);
   const uint64_t tail_start = file_size - tail_size;
   std::string tail;
-  MANYPY_RETURN_IF_ERROR(ReadAt(fd, tail_start, tail_size, &tail));
+  MANYPY_RETURN_IF_ERROR(ReadAt(zip, tail_start, tail_size, &tail));
   uint64_t pos = tail_size - kEocdSize;
   for (;; --pos) {
     if (Le32(Bytes(tail, pos)) == kEocdSig &&
@@ -73,7 +81,7 @@ StatusOr<Directory> ReadDirectoryEnd(int fd, uint64_t file_size) {
 
   if (d.end >= kZip64LocatorSize) {
     std::string loc;
-    MANYPY_RETURN_IF_ERROR(ReadAt(fd, d.end - kZip64LocatorSize, kZip64LocatorSize, &loc));
+    MANYPY_RETURN_IF_ERROR(ReadAt(zip, d.end - kZip64LocatorSize, kZip64LocatorSize, &loc));
     if (Le32(Bytes(loc)) == kZip64LocatorSig) {
       const uint64_t z64 = Le64(Bytes(loc, 8));
       if (Le32(Bytes(loc, 4)) != 0 || Le32(Bytes(loc, 16)) > 1)
@@ -81,7 +89,7 @@ StatusOr<Directory> ReadDirectoryEnd(int fd, uint64_t file_size) {
       if (z64 > d.end - kZip64LocatorSize || d.end - kZip64LocatorSize - z64 < kZip64EocdSize)
         return InvalidArgument("ZIP64 End Of Central Directory locator points outside the file");
       std::string rec;
-      MANYPY_RETURN_IF_ERROR(ReadAt(fd, z64, kZip64EocdSize, &rec));
+      MANYPY_RETURN_IF_ERROR(ReadAt(zip, z64, kZip64EocdSize, &rec));
       if (Le32(Bytes(rec)) != kZip64EocdSig)
         return InvalidArgument("ZIP64 End Of Central Directory record missing");
       disk = Le32(Bytes(rec, 16));
@@ -156,14 +164,20 @@ std::string EscapeForMessage(const std::string& name) {
 
 StatusOr<std::vector<ZipEntryLayout>> ReadZipLayout(int fd, uint64_t file_size,
                                                     uint64_t max_entries) {
-  StatusOr<Directory> dir_or = ReadDirectoryEnd(fd, file_size);
+  return ReadNestedZipLayout(fd, 0, file_size, max_entries);
+}
+
+StatusOr<std::vector<ZipEntryLayout>> ReadNestedZipLayout(int fd, uint64_t base, uint64_t size,
+                                                          uint64_t max_entries) {
+  const Window zip{fd, base};
+  StatusOr<Directory> dir_or = ReadDirectoryEnd(zip, size);
   if (!dir_or.ok()) return dir_or.status();
   const Directory dir = *dir_or;
   if (dir.entries > max_entries)
     return InvalidArgument(std::to_string(dir.entries) + " entries, more than the limit of " +
                            std::to_string(max_entries));
   std::string cd;
-  MANYPY_RETURN_IF_ERROR(ReadAt(fd, dir.offset, dir.size, &cd));
+  MANYPY_RETURN_IF_ERROR(ReadAt(zip, dir.offset, dir.size, &cd));
 
   std::vector<ZipEntryLayout> entries;
   entries.reserve(dir.entries);
@@ -201,7 +215,7 @@ StatusOr<std::vector<ZipEntryLayout>> ReadZipLayout(int fd, uint64_t file_size,
     std::string local;
     const uint64_t want =
         std::min<uint64_t>(kLocalSize + e.name.size(), dir.offset - e.local_header_offset);
-    MANYPY_RETURN_IF_ERROR(ReadAt(fd, e.local_header_offset, want, &local));
+    MANYPY_RETURN_IF_ERROR(ReadAt(zip, e.local_header_offset, want, &local));
     const uint8_t* l = Bytes(local);
     if (Le32(l) != kLocalSig)
       return InvalidArgument(EntryPrefix(i, e.name) + "no local header at offset " +
@@ -225,6 +239,10 @@ StatusOr<std::vector<ZipEntryLayout>> ReadZipLayout(int fd, uint64_t file_size,
     if (a->data_offset + a->compressed_size > by_offset[k]->local_header_offset)
       return InvalidArgument("zip entries '" + EscapeForMessage(a->name) + "' and '" +
                              EscapeForMessage(by_offset[k]->name) + "' overlap");
+  }
+  for (ZipEntryLayout& e : entries) {  // offsets in the file, not the window
+    e.local_header_offset += base;
+    e.data_offset += base;
   }
   return entries;
 }

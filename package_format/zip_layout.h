@@ -32,6 +32,12 @@ struct ZipEntryLayout {
 StatusOr<std::vector<ZipEntryLayout>> ReadZipLayout(int fd, uint64_t file_size,
                                                     uint64_t max_entries);
 
+/// As ReadZipLayout for a zip stored inside the file open on `fd`, as the bytes [base, base +
+/// size) (an uncompressed entry of another zip: an AOTInductor .pt2 in a model archive). The
+/// offsets it returns are the file's (base added), so the entries' data can be read with pread.
+StatusOr<std::vector<ZipEntryLayout>> ReadNestedZipLayout(int fd, uint64_t base, uint64_t size,
+                                                          uint64_t max_entries);
+
 /// `name` with control, backslash, quote and non-ASCII bytes written as \xNN, for messages.
 std::string EscapeForMessage(const std::string& name);
 

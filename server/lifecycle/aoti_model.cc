@@ -18,9 +18,12 @@
 #include <torch/csrc/inductor/aoti_runner/model_container_runner_cpu.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "interpreters/torch_version.h"
 #include "server/lifecycle/aoti_package.h"
@@ -36,14 +39,36 @@ struct AotiModel::Impl {
 
 namespace {
 
-// The runtime loads the shared object by path (dlopen): it is written to a
-// private temporary folder ($TMPDIR, else /tmp) for the constructor and
-// removed right after, the mapping staying valid (Linux keeps an unlinked
-// file's pages while they are mapped).
-// `package` is taken by value: its bytes are freed once written, before the
-// runtime maps the file and copies the prepacked weights.
-StatusOr<std::unique_ptr<Runner>> MakeRunner(AotiPackage package, size_t models,
-                                             const std::string& where) {
+// Copies [offset, offset + size) of `from` to the end of `to` a chunk at a
+// time: the shared object never sits whole in this process's memory (with
+// the .pt2 read into a string and the .so copied out of it, resnet50's load
+// held two copies of its weights on the heap at once: the peak RSS target).
+bool CopyRange(int from, uint64_t offset, uint64_t size, FILE* to) {
+  std::vector<char> chunk(std::min<uint64_t>(size, uint64_t{1} << 20));
+  while (size > 0) {
+    ssize_t n = pread(from, chunk.data(), std::min<uint64_t>(size, chunk.size()),
+                      static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;  // the archive shrank under us
+      return false;
+    }
+    if (fwrite(chunk.data(), 1, static_cast<size_t>(n), to) != static_cast<size_t>(n)) return false;
+    offset += static_cast<uint64_t>(n);
+    size -= static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+// The runtime loads the shared object by path (dlopen): it is copied out of
+// the archive's file into a private temporary folder ($TMPDIR, else /tmp) for
+// the constructor and removed right after, the mapping staying valid (Linux
+// keeps an unlinked file's pages while they are mapped). Its constants (the
+// weights) are used in place in that mapping (aoti_runtime/model.h
+// load_constants on the CPU), so they are resident once, as file pages.
+StatusOr<std::unique_ptr<Runner>> MakeRunner(const PackageArchive& archive,
+                                             const AotiPackage& package, size_t models) {
+  const std::string& where = archive.path();
   const char* tmpdir = std::getenv("TMPDIR");
   std::string folder = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/manypy-aoti-XXXXXX";
   if (mkdtemp(folder.data()) == nullptr)
@@ -52,14 +77,11 @@ StatusOr<std::unique_ptr<Runner>> MakeRunner(AotiPackage package, size_t models,
   const std::string path = folder + "/" + package.so_name;
   Status written = Status::Ok();
   FILE* f = fopen(path.c_str(), "wb");
-  if (f == nullptr ||
-      fwrite(package.shared_object.data(), 1, package.shared_object.size(), f) !=
-          package.shared_object.size() ||
-      fclose(f) != 0) {
-    written = Internal(where + ": cannot write the compiled model to " + path + ": " +
+  bool copied = f != nullptr && CopyRange(archive.fd(), package.so_offset, package.so_size, f);
+  if (f != nullptr && fclose(f) != 0) copied = false;
+  if (!copied)
+    written = Internal(where + ": cannot copy the compiled model to " + path + ": " +
                        std::strerror(errno));
-  }
-  std::string().swap(package.shared_object);
   StatusOr<std::unique_ptr<Runner>> runner = written;
   if (written.ok()) {
     try {
@@ -101,20 +123,14 @@ StatusOr<std::unique_ptr<AotiModel>> AotiModel::Load(std::unique_ptr<PackageArch
                                "(serve string inputs with platform manypy_python)");
     }
   }
-  StatusOr<AotiPackage> package = Internal("");
-  {  // the .pt2's bytes only while the shared object is taken out of them
-    auto bytes =
-        archive->ReadEntry(ResourceEntryName(m.entry_point.package, m.entry_point.resource));
-    if (!bytes.ok()) return bytes.status();
-    package = ReadAotiPackage(*bytes, where);
-  }
+  auto package =
+      ReadAotiPackage(*archive, ResourceEntryName(m.entry_point.package, m.entry_point.resource));
   if (!package.ok()) return package.status();
   if (package->device != "cpu")
     return FailedPrecondition(where + ": the AOTInductor package was compiled for device '" +
                               package->device + "'; manypy serves CPU packages only");
   auto impl = std::make_unique<Impl>();
-  auto runner =
-      MakeRunner(std::move(*package), concurrent_calls > 0 ? concurrent_calls : 1, where);
+  auto runner = MakeRunner(*archive, *package, concurrent_calls > 0 ? concurrent_calls : 1);
   if (!runner.ok()) return runner.status();
   impl->runner = std::move(*runner);
   impl->archive = std::move(archive);

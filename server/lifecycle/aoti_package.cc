@@ -1,10 +1,19 @@
 #include "server/lifecycle/aoti_package.h"
 
-#include <zip.h>
+#include <unistd.h>
 
-#include <memory>
+#include <cerrno>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "package_format/zip_layout.h"
+
+// The .pt2 (the zip torch._inductor.aoti_compile_and_package writes) is stored
+// uncompressed in the archive (SCHEMA.md), and its entries uncompressed in it,
+// so the shared object -- about the size of the weights, which it holds -- is a
+// byte range of the archive's file: the loader copies it file to file rather
+// than reading the .pt2 and the .so into memory (two copies of the weights at
+// once: resnet50's load peaked 100+ MiB above the Python platform).
 namespace manypy {
 
 namespace {
@@ -12,65 +21,72 @@ namespace {
 // AOTIModelPackageLoader's layout (2.6): the default model's files under this
 // folder, possibly below a top-level folder named after the package.
 constexpr const char* kModelFolder = "data/aotinductor/model/";
+// A .pt2 holds a few dozen entries (sources, metadata, the .so); more is not one.
+constexpr uint64_t kMaxPackageEntries = 10000;
+// Its _metadata.json is a few hundred bytes.
+constexpr uint64_t kMaxMetadataBytes = 1 << 20;
+constexpr uint16_t kStored = 0;
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-StatusOr<std::string> ReadEntry(zip_t* zip, zip_uint64_t index, const std::string& name,
+StatusOr<std::string> ReadRange(int fd, uint64_t offset, uint64_t size, const std::string& what,
                                 const std::string& where) {
-  zip_stat_t st;
-  zip_stat_init(&st);
-  if (zip_stat_index(zip, index, 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
-    return InvalidArgument(where + ": cannot read " + name + " in the AOTInductor package");
-  std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(zip_fopen_index(zip, index, 0),
-                                                         zip_fclose);
-  if (file == nullptr)
-    return InvalidArgument(where + ": cannot open " + name + " in the AOTInductor package: " +
-                           zip_strerror(zip));
-  std::string bytes(st.size, '\0');
-  zip_int64_t n = zip_fread(file.get(), bytes.data(), st.size);
-  if (n < 0 || static_cast<zip_uint64_t>(n) != st.size)
-    return InvalidArgument(where + ": " + name + " in the AOTInductor package is truncated");
+  std::string bytes(size, '\0');
+  uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = pread(fd, &bytes[done], size - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return InvalidArgument(where + ": cannot read " + what + " in the AOTInductor package: " +
+                             (n < 0 ? std::strerror(errno) : "unexpected end of file"));
+    done += static_cast<uint64_t>(n);
+  }
   return bytes;
 }
 
 }  // namespace
 
-StatusOr<AotiPackage> ReadAotiPackage(const std::string& pt2, const std::string& where) {
-  zip_error_t error;
-  zip_error_init(&error);
-  zip_source_t* source = zip_source_buffer_create(pt2.data(), pt2.size(), 0, &error);
-  zip_t* opened = source ? zip_open_from_source(source, ZIP_RDONLY, &error) : nullptr;
-  if (opened == nullptr) {
-    std::string why = zip_error_strerror(&error);
-    if (source) zip_source_free(source);
-    zip_error_fini(&error);
-    return InvalidArgument(where + ": the AOTInductor package is not a zip: " + why);
-  }
-  zip_error_fini(&error);
-  std::unique_ptr<zip_t, void (*)(zip_t*)> zip(opened, zip_discard);
+StatusOr<AotiPackage> ReadAotiPackage(const PackageArchive& archive, const std::string& entry) {
+  const std::string& where = archive.path();
+  auto outer = ReadZipLayout(archive.fd(), archive.file_size(), ArchiveLimits{}.max_entries);
+  if (!outer.ok()) return InvalidArgument(where + ": " + outer.status().message());
+  const std::string full = archive.root() + "/" + entry;
+  const ZipEntryLayout* pt2 = nullptr;
+  for (const ZipEntryLayout& e : *outer)
+    if (e.name == full) pt2 = &e;
+  if (pt2 == nullptr) return NotFound(where + ": no entry " + entry);
+  if (pt2->method != kStored)
+    return InvalidArgument(where + ": " + entry + " is compressed; an AOTInductor package must "
+                           "be stored uncompressed in the archive (repackage it with "
+                           "manypy-package create --format aoti)");
+  auto inner =
+      ReadNestedZipLayout(archive.fd(), pt2->data_offset, pt2->uncompressed_size, kMaxPackageEntries);
+  if (!inner.ok())
+    return InvalidArgument(where + ": the AOTInductor package is not a zip: " +
+                           inner.status().message());
   AotiPackage package;
   std::string metadata;
-  zip_int64_t entries = zip_get_num_entries(zip.get(), 0);
-  for (zip_int64_t i = 0; i < entries; ++i) {
-    const char* raw = zip_get_name(zip.get(), static_cast<zip_uint64_t>(i), 0);
-    if (raw == nullptr) continue;
-    const std::string name = raw;
-    size_t at = name.find(kModelFolder);
+  for (const ZipEntryLayout& e : *inner) {
+    size_t at = e.name.find(kModelFolder);
     if (at == std::string::npos) continue;
-    const std::string file = name.substr(at + std::string(kModelFolder).size());
+    const std::string file = e.name.substr(at + std::string(kModelFolder).size());
     if (file.empty() || file.find('/') != std::string::npos) continue;
     if (EndsWith(file, ".so")) {
       if (!package.so_name.empty())
         return InvalidArgument(where + ": the AOTInductor package holds two shared objects (" +
                                package.so_name + ", " + file + ")");
-      auto bytes = ReadEntry(zip.get(), static_cast<zip_uint64_t>(i), name, where);
-      if (!bytes.ok()) return bytes.status();
+      if (e.method != kStored)
+        return InvalidArgument(where + ": the AOTInductor package's shared object " + file +
+                               " is compressed (torch._inductor.aoti_compile_and_package "
+                               "stores it; repackage it with manypy-package create --format aoti)");
       package.so_name = file;
-      package.shared_object = std::move(*bytes);
-    } else if (EndsWith(file, "_metadata.json")) {
-      auto bytes = ReadEntry(zip.get(), static_cast<zip_uint64_t>(i), name, where);
+      package.so_offset = e.data_offset;
+      package.so_size = e.uncompressed_size;
+    } else if (EndsWith(file, "_metadata.json") && e.method == kStored &&
+               e.uncompressed_size <= kMaxMetadataBytes) {
+      auto bytes = ReadRange(archive.fd(), e.data_offset, e.uncompressed_size, file, where);
       if (!bytes.ok()) return bytes.status();
       metadata = std::move(*bytes);
     }

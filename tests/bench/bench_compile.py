@@ -197,7 +197,12 @@ def main():
     p.add_argument("--ready-rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=2.0, help="per variant per round")
     p.add_argument("--force", action="store_true", help="repackage the archives")
+    p.add_argument("--parts", default="model_call,served,ready",
+                   help="which parts to run (a full run is ~12 min): model_call (the "
+                        "compiled/eager and T=2/T=1 targets), served, ready (time to READY "
+                        "and the warm restart, with the small model)")
     a = p.parse_args()
+    parts = set(a.parts.split(","))
     import torch
     if not hasattr(torch, "compile"):
         print(f"bench-compile: skipped: torch.compile is PyTorch 2.x's; this is {torch.__version__}")
@@ -210,15 +215,15 @@ def main():
     binaries = os.path.join(a.build, "bin")
     result = {"cpus": os.cpu_count(), "torch": torch.__version__, "model_call": {}, "served": {},
               "targets": []}
-    for name in models:
+    for name in models if "model_call" in parts else ():
         result["model_call"][name] = bench_model_call(
             os.path.join(binaries, "manypy-bench-model-call"), repository, name, a.rounds, a.seconds)
-    for name in models:
+    for name in models if "served" in parts else ():
         result["served"][name] = served_variants(binaries, repository, name, a.seconds, (1, 16))
-    if "small" in models:
+    if "small" in models and "ready" in parts:
         result["ready"] = bench_ready(binaries, repository, "small_compiled", a.ready_rounds)
     for name, key, target in TARGETS:
-        if name in models:
+        if name in result["model_call"]:
             ratios = [m[key] for m in result["model_call"][name]["rounds"]]
             result["targets"].append(dict(verdict(ratios, target, True), model=name, ratio=key))
     if "ready" in result:

@@ -46,6 +46,35 @@ TEST(ZipLayoutTest, FindsEachEntrysData) {
   }
 }
 
+// A zip stored inside another (an AOTInductor .pt2 in a model archive): its
+// entries' offsets are the outer file's, so their bytes can be read in place.
+TEST(ZipLayoutTest, FindsTheEntriesOfAZipStoredInAnother) {
+  for (bool zip64 : {false, true}) {
+    ZipBuilder inner;
+    const uint64_t so = inner.Add("pkg/data/aotinductor/model/m.so", testing::Pattern(3000, 5), true);
+    const std::string inner_bytes = inner.Finish(zip64);
+    ZipBuilder outer;
+    outer.Add("root/a.txt", "hello");
+    const uint64_t base = outer.Add("root/model/model.pt2", inner_bytes, true);
+    const std::string bytes = outer.Finish();
+    const int fd = memfd_create("zip_layout_test", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    auto layout = ReadNestedZipLayout(fd, base, inner_bytes.size(), 10);
+    auto whole = ReadNestedZipLayout(fd, 0, bytes.size(), 10);  // the outer zip itself
+    auto offset_wrong = ReadNestedZipLayout(fd, base + 1, inner_bytes.size() - 1, 10);
+    close(fd);
+    ASSERT_TRUE(layout.ok()) << layout.status().ToString();
+    ASSERT_EQ(layout->size(), 1u);
+    EXPECT_EQ((*layout)[0].local_header_offset, base);
+    EXPECT_EQ((*layout)[0].data_offset, base + so);
+    EXPECT_EQ(bytes.substr(base + so, 3000), testing::Pattern(3000, 5)) << "zip64=" << zip64;
+    ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+    EXPECT_EQ(whole->size(), 2u);
+    EXPECT_FALSE(offset_wrong.ok());
+  }
+}
+
 TEST(ZipLayoutTest, RejectsAnEntryHiddenInsideAnother) {
   // The classic overlapping-entries zip bomb shape: b's local header lies in a's data.
   ZipBuilder zip;

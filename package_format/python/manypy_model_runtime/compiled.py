@@ -1,6 +1,7 @@
 # torch.compile'd models (PyTorch 2.x) in an interpreter: importing the
 # compiler before a model's heap is measured, refusing a server without the
 # toolchain Inductor compiles with, and counting recompilations.
+import ctypes
 import importlib
 import importlib.util
 import os
@@ -56,6 +57,7 @@ def track_if_compiled(model, name):
     _check_compile_toolchain(name)
     _track_recompiles()
     _threads_at_run_time()
+    _vector_isa_without_subprocess_checks()
     _compiled.add(model)
 
 
@@ -110,6 +112,42 @@ def _threads_at_run_time():
     with other settings: kernels must follow this one's."""
     config = importlib.import_module("torch._inductor.config")
     config.cpp.dynamic_threads = True
+
+
+def _sleef_header():
+    """Where <sleef.h> is, or None: ATen's vector classes include it."""
+    torch_include = os.path.join(os.path.dirname(torch.__file__), "include")
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""  # Debian's: x86_64-linux-gnu
+    for folder in (torch_include, sysconfig.get_paths()["include"], "/usr/local/include",
+                   os.path.join("/usr/include", multiarch), "/usr/include"):
+        if os.path.exists(os.path.join(folder, "sleef.h")):
+            return folder
+    return None
+
+
+def _vector_isa_without_subprocess_checks():
+    """Lets Inductor vectorize its kernels (AVX-512, AVX2) without its own
+    check, which costs every interpreter seconds at every start and fails
+    here anyway. Inductor (2.6 torch/_inductor/cpu_vec_isa.py, check_build)
+    accepts an ISA only after compiling a test file with ATen's vector
+    headers and loading it in a new Python process that imports torch, one
+    per ISA the CPU lists, at every process start (only the compile is
+    cached); Debian's libtorch_cpu links SLEEF as a shared library, which
+    the test library (and every kernel) uses without being linked to it, so
+    the load fails, every ISA is refused and the kernels are scalar.
+    With SLEEF's header present (libsleef-dev), this trusts the CPU's flags
+    as Inductor reads them (config.cpp.vec_isa_ok) and puts the SLEEF that
+    libtorch_cpu loaded in the global scope, where the kernels' references
+    resolve (already so in manypy-server, which links libtorch_cpu). Without
+    the header nothing changes: Inductor's check fails at the compile."""
+    if _sleef_header() is None:
+        return
+    try:  # already loaded by libtorch_cpu: RTLD_NOLOAD only promotes it
+        ctypes.CDLL("libsleef.so.3", mode=os.RTLD_GLOBAL | os.RTLD_NOLOAD)
+    except OSError:
+        pass  # a torch with SLEEF linked in (PyPI's wheels) exports it itself
+    config = importlib.import_module("torch._inductor.config")
+    config.cpp.vec_isa_ok = True
 
 
 def is_compiled(model):

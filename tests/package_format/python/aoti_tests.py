@@ -125,6 +125,35 @@ class AotiArchiveTest(unittest.TestCase):
             self.assertTrue(any(n.endswith(".so") for n in inner.namelist()), inner.namelist())
 
     @NEEDS_2_6
+    @unittest.skipUnless(torch.backends.mkldnn.is_available(), "oneDNN (mkldnn) is not built in")
+    def test_convolutions_with_a_dynamic_batch_are_prepacked_once(self):
+        # Inductor prepacks a convolution's weight only for a static input
+        # shape; aoti_prepack packs it for the traced one, keeping one copy.
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
+            torch.nn.Conv2d(32, 64, 3, stride=2), torch.nn.ReLU(), torch.nn.Flatten(1)).eval()
+        inputs = [{"name": "X", "datatype": "FP32", "shape": [3, 12, 12]}]
+        exported = A.export_program(model, (torch.randn(1, 3, 12, 12),), inputs, 4)
+        sizes = {}
+        for label, configs in (("packed", None), ("plain", {"post_grad_custom_pre_pass": None})):
+            pt2 = self.path(f"{label}.pt2")
+            packed = A.compile_package(exported, pt2, configs)
+            self.assertEqual(packed, 2 if label == "packed" else 0)
+            with zipfile.ZipFile(pt2) as zf:
+                sizes[label] = sum(i.file_size for i in zf.infolist() if i.filename.endswith(".so"))
+            loaded = torch._inductor.aoti_load_package(pt2)
+            for batch in (1, 3, 4):
+                x = torch.randn(batch, 3, 12, 12)
+                with torch.inference_mode():
+                    want, got = model(x), loaded.loader.run([x])[0]
+                self.assertTrue(torch.allclose(got, want, rtol=A.RTOL, atol=A.ATOL),
+                                (label, batch, (got - want).abs().max()))
+        # The plain weights are not kept beside the packed ones (76 KiB of
+        # weights: both copies would add that much).
+        weights = sum(p.numel() * 4 for p in model.parameters())
+        self.assertLess(sizes["packed"] - sizes["plain"], weights // 2, sizes)
+
+    @NEEDS_2_6
     def test_what_export_cannot_capture_is_refused_with_its_reason(self):
         with self.assertRaises(ValueError) as caught:
             P.export(DataDependent(), self.path("dd.mpk"), format="aoti",

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <thread>
 
@@ -82,19 +84,29 @@ TEST(AotiModelTest, ConcurrentCallsAnswerAsEagerWithAModelEachOrWaitingForOne) {
   }
 }
 
+// The shared object is found as a byte range of the archive's file (never
+// read whole into memory): an ELF file of the size the package says.
 TEST(AotiModelTest, ThePackageGivesItsSharedObjectAndDevice) {
   auto archive = PackageArchive::Open(kArchive);
   ASSERT_TRUE(archive.ok()) << archive.status().ToString();
-  auto bytes = (*archive)->ReadEntry("model/model.pt2");
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  auto package = ReadAotiPackage(*bytes, "p.mpk");
+  auto package = ReadAotiPackage(**archive, "model/model.pt2");
   ASSERT_TRUE(package.ok()) << package.status().ToString();
   EXPECT_EQ(package->device, "cpu");
   EXPECT_EQ(package->so_name.substr(package->so_name.size() - 3), ".so");
-  EXPECT_EQ(package->shared_object.substr(0, 4), "\x7f" "ELF");
-  auto bad = ReadAotiPackage("not a zip", "p.mpk");
+  ASSERT_GT(package->so_size, 64u);
+  ASSERT_LT(package->so_offset + package->so_size, (*archive)->file_size());
+  char magic[4];
+  ASSERT_EQ(pread((*archive)->fd(), magic, 4, static_cast<off_t>(package->so_offset)), 4);
+  EXPECT_EQ(std::string(magic, 4), "\x7f" "ELF");
+  EXPECT_EQ(ReadAotiPackage(**archive, "model/missing.pt2").status().code(),
+            StatusCode::kNotFound);
+
+  auto bad_archive = PackageArchive::Open(std::string(MANYPY_TEST_REPOSITORY) +
+                                          "/aoti_refused/not_a_package.mpk");
+  ASSERT_TRUE(bad_archive.ok()) << bad_archive.status().ToString();
+  auto bad = ReadAotiPackage(**bad_archive, "model/model.pt2");
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("p.mpk: the AOTInductor package is not a zip"),
+  EXPECT_NE(bad.status().message().find("not_a_package.mpk: the AOTInductor package is not a zip"),
             std::string::npos)
       << bad.status().message();
 }
