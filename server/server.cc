@@ -40,8 +40,9 @@ namespace manypy {
 namespace {
 
 constexpr const char* kServiceName = "inference.GRPCInferenceService";
-// Boost.Asio threads of the HTTP frontend: its sessions only parse and write;
-// the models run on the dispatcher's workers.
+// Boost.Asio threads of the HTTP frontend: its sessions parse and write; the
+// models run on the dispatcher's workers, or a short call on an I/O thread when
+// an interpreter is idle (Dispatcher::SubmitOrRunHere).
 constexpr int kHttpIoThreads = 2;
 // How long an HTTP connection may take to send a request's header and body.
 constexpr auto kHttpReadTimeout = std::chrono::seconds(30);

@@ -131,7 +131,7 @@ ExecutionPtr Dispatcher::FindWork(
 void Dispatcher::Work(size_t slot) {
   MutexLock lock(mu_);
   for (;;) {
-    if (slots_.held(slot)) {
+    if (slots_.unavailable(slot)) {  // held by a RunOnSlot, or lent to SubmitOrRunHere
       if (stopping_) return;
       // A Submit may have woken this worker rather than a free one: pass it on.
       work_cv_.notify_one();
@@ -156,11 +156,13 @@ void Dispatcher::Work(size_t slot) {
     if (execution == nullptr) {
       if (stopping_) return;
       if (draining_ && IdleLocked()) idle_cv_.notify_all();
+      slots_.SetWaiting(slot, true);  // SubmitOrRunHere may lend the slot meanwhile
       if (wake == Clock::time_point::max()) {
         work_cv_.wait(lock.native());
       } else {
         work_cv_.wait_until(lock.native(), wake);
       }
+      slots_.SetWaiting(slot, false);
       continue;
     }
     Execute(slot, execution);

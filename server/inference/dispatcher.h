@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -27,6 +28,13 @@ class Dispatcher {
     /// A call still running after its interrupt is interrupted again this often
     /// (a model may catch the first one).
     std::chrono::milliseconds reinterrupt_interval{1000};
+    /// SubmitOrRunHere runs a call on the submitting thread only for a model
+    /// whose calls lately took less than this (zero: never). A frontend
+    /// thread held by a call serves no other connection meanwhile; the
+    /// hand-off to a worker it saves costs about 70 us of CPU (two context
+    /// switches and the wake-ups: docs/benchmarks.md, "Request path
+    /// overhead"), under 7% of a 1 ms call and not worth that risk above.
+    std::chrono::microseconds run_here_below{1000};
   };
 
   explicit Dispatcher(Options options);
@@ -57,6 +65,21 @@ class Dispatcher {
   /// about to run it itself: WaitNested), so no thread hand-off is paid.
   [[nodiscard]] RequestPtr Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request,
                                   bool wake_worker = true) EXCLUDES(mu_);
+
+  /// Run to completion: runs `request` on the calling thread, on an idle
+  /// interpreter slot, when nothing is lost by not queueing it: its model's
+  /// scheduler would start it at once and alone (no batching, or a batch of
+  /// one anyway: Scheduler::StartsAloneAtOnce), nothing is queued for it or
+  /// for any model that could start now (no queued request is overtaken),
+  /// its instance limit allows another call, it does not stream or use
+  /// sequences, its deadline has not passed and its client is still there,
+  /// and its calls lately took less than Options::run_here_below. The call is
+  /// an execution like any other (counted, watched, interruptible, nested
+  /// calls run on its slot, the crash report names it); the request is
+  /// answered before this returns. Otherwise it is Submit (woken worker).
+  /// Only from a thread that runs no model call (a frontend's).
+  [[nodiscard]] RequestPtr SubmitOrRunHere(const std::shared_ptr<DispatchedModel>& model,
+                                           RequestPtr request) EXCLUDES(mu_);
 
   /// Waits, for a model's own request to another model (manypy.infer) made
   /// while it runs on worker slot `slot`, until `answered()`; `request` was
@@ -91,6 +114,8 @@ class Dispatcher {
   void RunOnSlot(size_t slot, const std::function<void()>& work) EXCLUDES(mu_);
   /// For tests: whether a RunOnSlot holds `slot` (or waits there for its running call).
   bool TEST_SlotHeld(size_t slot) const EXCLUDES(mu_);
+  /// For tests: whether SubmitOrRunHere could run a call on `slot` now.
+  bool TEST_SlotIdle(size_t slot) const EXCLUDES(mu_);
 
   size_t queued(const DispatchedModel& model) const EXCLUDES(mu_);
 
@@ -138,6 +163,11 @@ class Dispatcher {
       size_t slot, Clock::time_point now, Clock::time_point* wake,
       std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired) REQUIRES(mu_);
   void LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model) REQUIRES(mu_);
+  /// The slot SubmitOrRunHere may run `request` of `model` on now, or none.
+  std::optional<size_t> SlotToRunHere(const DispatchedModel& model, const InferenceRequest& request,
+                                      Clock::time_point now) const REQUIRES(mu_);
+  /// Keeps `model`'s recent execution time (what SlotToRunHere reads).
+  void NoteExecutionTime(DispatchedModel& model, Clock::duration took) REQUIRES(mu_);
   /// Nothing queued or running in any model.
   bool IdleLocked() const REQUIRES(mu_);
   /// Answers a request that left its queue unrun (ExpiredStatus).
