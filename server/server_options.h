@@ -54,6 +54,9 @@ struct ServerOptions {
   int grpc_max_concurrent_streams = 1024;         ///< per HTTP/2 connection; more wait
   /// Queue, execution-limit and warm-up defaults and per-model overrides.
   ServingDefaults serving;
+  /// Run to completion (Dispatcher::SubmitOrRunHere) for models whose calls
+  /// lately took less than this; 0: off (every call goes to a worker).
+  int64_t run_to_completion_below_us = 0;
   /// OpenTelemetry tracing (off by default; refused where not built in).
   TracingOptions tracing;
   /// Run as a small parent that holds the listening sockets and restarts the

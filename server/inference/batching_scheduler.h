@@ -28,9 +28,6 @@ class BatchingScheduler final : public Scheduler {
 
   std::vector<RequestPtr> Next(size_t slot, Clock::time_point now, bool model_idle,
                                Clock::time_point* wake) override;
-  /// With no execution of the model running, a lone request starts at once as
-  /// a batch of one (the rule above); with one running, it waits to gather.
-  bool StartsAloneAtOnce(bool model_idle) const override { return model_idle; }
 
  private:
   const int64_t max_batch_size_;

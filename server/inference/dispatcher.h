@@ -29,12 +29,13 @@ class Dispatcher {
     /// (a model may catch the first one).
     std::chrono::milliseconds reinterrupt_interval{1000};
     /// SubmitOrRunHere runs a call on the submitting thread only for a model
-    /// whose calls lately took less than this (zero: never). A frontend
-    /// thread held by a call serves no other connection meanwhile; the
-    /// hand-off to a worker it saves costs about 70 us of CPU (two context
-    /// switches and the wake-ups: docs/benchmarks.md, "Request path
-    /// overhead"), under 7% of a 1 ms call and not worth that risk above.
-    std::chrono::microseconds run_here_below{1000};
+    /// whose calls lately took less than this (zero, the default: never;
+    /// manypy-server --run-to-completion-below-us). A frontend thread held
+    /// by a call serves no other connection meanwhile; the hand-off to a
+    /// worker it saves costs about 30-40 us of CPU and latency
+    /// (docs/benchmarks.md, "Request path overhead"), so 1000 keeps that
+    /// risk to calls it is a tenth of at least.
+    std::chrono::microseconds run_here_below{0};
   };
 
   explicit Dispatcher(Options options);
@@ -66,18 +67,18 @@ class Dispatcher {
   [[nodiscard]] RequestPtr Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request,
                                   bool wake_worker = true) EXCLUDES(mu_);
 
-  /// Run to completion: runs `request` on the calling thread, on an idle
-  /// interpreter slot, when nothing is lost by not queueing it: its model's
-  /// scheduler would start it at once and alone (no batching, or a batch of
-  /// one anyway: Scheduler::StartsAloneAtOnce), nothing is queued for it or
-  /// for any model that could start now (no queued request is overtaken),
-  /// its instance limit allows another call, it does not stream or use
-  /// sequences, its deadline has not passed and its client is still there,
-  /// and its calls lately took less than Options::run_here_below. The call is
-  /// an execution like any other (counted, watched, interruptible, nested
-  /// calls run on its slot, the crash report names it); the request is
-  /// answered before this returns. Otherwise it is Submit (woken worker).
-  /// Only from a thread that runs no model call (a frontend's).
+  /// Run to completion: Submit, and then, when an interpreter's worker waits
+  /// for work and the model may run on a frontend thread (not streaming, no
+  /// sequences, its calls lately shorter than Options::run_here_below), the
+  /// calling thread takes that slot for one execution instead of waking the
+  /// worker: the one the slot's worker would start (FindWork: the schedulers
+  /// form batches, models take turns, so no queued request is overtaken;
+  /// limits, deadlines and expiry as ever), normally the request just queued
+  /// (none when the next model in turn is one only a worker runs); then it
+  /// gives the slot back and wakes a worker for what is left. Each call is an execution like any
+  /// other (counted, watched and interrupted, its nested calls on its slot,
+  /// named in a crash report). Only from a thread that runs no model call (a
+  /// frontend's); the request may be answered before this returns.
   [[nodiscard]] RequestPtr SubmitOrRunHere(const std::shared_ptr<DispatchedModel>& model,
                                            RequestPtr request) EXCLUDES(mu_);
 
@@ -159,13 +160,25 @@ class Dispatcher {
   void Execute(size_t slot, const std::shared_ptr<Execution>& execution) REQUIRES(mu_);
   /// The next execution the free worker of `slot` may start, or null.
   /// Expired requests found on the way go to `expired`.
+  /// `lent`: for a turn on a slot lent to SubmitOrRunHere, which ends (null)
+  /// when the next model in turn with work queued does not RunsHere.
   ExecutionPtr FindWork(
       size_t slot, Clock::time_point now, Clock::time_point* wake,
-      std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired) REQUIRES(mu_);
+      std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired,
+      bool lent = false) REQUIRES(mu_);
   void LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model) REQUIRES(mu_);
-  /// The slot SubmitOrRunHere may run `request` of `model` on now, or none.
-  std::optional<size_t> SlotToRunHere(const DispatchedModel& model, const InferenceRequest& request,
-                                      Clock::time_point now) const REQUIRES(mu_);
+  /// What Submit and SubmitOrRunHere do after queueing the request.
+  enum class Then { kWakeWorker, kNothing, kRunHere };
+  RequestPtr Hand(const std::shared_ptr<DispatchedModel>& model, RequestPtr request, Then then)
+      EXCLUDES(mu_);
+  /// Whether `model`'s calls may run on a frontend thread at all.
+  bool RunsHere(const DispatchedModel& model) const REQUIRES(mu_);
+  /// The slot SubmitOrRunHere may lend for a request of `model` just queued, or none.
+  std::optional<size_t> SlotToRunHere(const DispatchedModel& model) const REQUIRES(mu_);
+  /// One turn on lent `slot`: runs what FindWork hands it (the request just
+  /// queued first, unless older work is due) for up to run_here_below, then
+  /// gives the slot back.
+  void RunHere(size_t slot) REQUIRES(mu_);
   /// Keeps `model`'s recent execution time (what SlotToRunHere reads).
   void NoteExecutionTime(DispatchedModel& model, Clock::duration took) REQUIRES(mu_);
   /// Nothing queued or running in any model.

@@ -63,7 +63,7 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution) {
   if (model.scheduler_->queued() > 0) {
     if (model.scheduler_->pins_slots()) {
       work_cv_.notify_all();
-    } else {
+    } else if (slots_.AnyIdle()) {  // else every slot's runner looks for work itself
       work_cv_.notify_one();
     }
   }

@@ -61,14 +61,6 @@ class Scheduler {
   /// must be woken for new work, not just any one.
   virtual bool pins_slots() const { return false; }
 
-  /// Whether a request arriving with nothing queued would be handed out at
-  /// once, alone, to any slot (so running it on the thread that submits it
-  /// changes nothing the scheduler decides). `model_idle`: as for Next.
-  virtual bool StartsAloneAtOnce(bool model_idle) const {
-    (void)model_idle;
-    return false;
-  }
-
   /// Moves out the requests whose deadline has passed or whose client gave
   /// up; lowers `*wake` to the earliest deadline still queued.
   void Expire(Clock::time_point now, std::vector<RequestPtr>* expired, Clock::time_point* wake);
@@ -92,8 +84,6 @@ class FifoScheduler final : public Scheduler {
   using Scheduler::Scheduler;
   std::vector<RequestPtr> Next(size_t slot, Clock::time_point now, bool model_idle,
                                Clock::time_point* wake) override;
-  /// One request per call, always.
-  bool StartsAloneAtOnce(bool) const override { return true; }
 };
 
 }  // namespace manypy

@@ -44,6 +44,12 @@ class SlotTable {
     return waiting_[slot] && !executing_[slot] && !held_[slot] && !lent_[slot] &&
            drops_[slot].empty();
   }
+  bool AnyIdle() const {
+    for (size_t s = 0; s < size(); ++s) {
+      if (Idle(s)) return true;
+    }
+    return false;
+  }
   /// Lends an Idle `slot` to the calling thread for one execution: its worker
   /// starts nothing there until Return.
   void Lend(size_t slot) { lent_[slot] = true; }

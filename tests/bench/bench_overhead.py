@@ -186,6 +186,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build")
     p.add_argument("--repository", default="build/model-repository")
+    p.add_argument("--server-build", default=None,
+                   help="take manypy-server from this build folder instead (another commit's "
+                        "server measured with this one's benchmark binaries)")
     p.add_argument("--out", default="bench-results/overhead.json")
     p.add_argument("--model", default="small_net",
                    help="small_net (packaged here) or an archive of --repository")
@@ -193,6 +196,9 @@ def main():
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--seconds", type=float, default=3.0, help="per side per round")
+    p.add_argument("--server-flag", action="append", default=[],
+                   help="one more manypy-server flag (repeatable), e.g. "
+                        "--server-flag=--run-to-completion-below-us=1000")
     p.add_argument("--no-trivial", action="store_true",
                    help="only the pool and the server (no identity model, no bare server, no HTTP)")
     p.add_argument("--tracing-ratios", default="",
@@ -220,9 +226,10 @@ def main():
     # Batching off: each inference is one call of the model, as each of the
     # pool's calls is.
     served = [a.model] + (["identity"] if trivial else [])
-    server, ports = start_manypy(os.path.join(binaries, "manypy-server"), a.repository,
-                                 served, a.interpreters,
-                                 [f"--model-config={m}:dynamic_batching=false" for m in served])
+    server_binary = os.path.join(a.server_build or a.build, "bin", "manypy-server")
+    server, ports = start_manypy(server_binary, a.repository, served, a.interpreters,
+                                 [f"--model-config={m}:dynamic_batching=false" for m in served]
+                                 + a.server_flag)
     bare = None
     if trivial:
         bare, bare_port = start_bare(os.path.join(binaries, "manypy-bench-bare-grpc-server"))
@@ -233,7 +240,7 @@ def main():
         receiver, stop_receiver = start_receiver()
         for ratio in ratios:
             traced[ratio] = start_manypy(
-                os.path.join(binaries, "manypy-server"), a.repository, [a.model], a.interpreters,
+                server_binary, a.repository, [a.model], a.interpreters,
                 [f"--model-config={a.model}:dynamic_batching=false", "--tracing",
                  f"--trace-endpoint={receiver}", f"--trace-sample-ratio={ratio}"])
     pool = Pool(os.path.join(binaries, "manypy-bench-overhead-pool"), archive, a.interpreters)
@@ -330,7 +337,7 @@ def main():
         return {"median": statistics.median(values), "interval": list(bootstrap_interval(values))}
 
     result = {
-        "model": a.model, "interpreters": a.interpreters, "concurrency": a.concurrency,
+        "model": a.model, "server_flags": a.server_flag, "interpreters": a.interpreters, "concurrency": a.concurrency,
         "cpus": os.cpu_count(), "seconds_per_side": a.seconds, "rounds": rounds,
         "pool_calls_per_s": summary("pool", "per_s"),
         "server_infer_per_s": summary("server", "per_s"),
