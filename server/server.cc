@@ -43,8 +43,9 @@ namespace manypy {
 namespace {
 
 constexpr const char* kServiceName = "inference.GRPCInferenceService";
-// Boost.Asio threads of the HTTP frontend: its sessions only parse and write;
-// the models run on the dispatcher's workers.
+// Boost.Asio threads of the HTTP frontend: its sessions parse and write; the
+// models run on the dispatcher's workers (or, with --run-to-completion-below-us,
+// a short call on an I/O thread when an interpreter is idle).
 constexpr int kHttpIoThreads = 2;
 // How long an HTTP connection may take to send a request's header and body.
 constexpr auto kHttpReadTimeout = std::chrono::seconds(30);
@@ -235,7 +236,10 @@ Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervi
   if (Status dumps = EnablePythonStackDumps(p.pool.get()); !dumps.ok()) {
     return CannotStart(dumps.ToString());
   }
-  p.dispatcher = std::make_unique<Dispatcher>(Dispatcher::Options{p.pool->size()});
+  Dispatcher::Options dispatch;
+  dispatch.slots = p.pool->size();
+  dispatch.run_here_below = std::chrono::microseconds(options.run_to_completion_below_us);
+  p.dispatcher = std::make_unique<Dispatcher>(dispatch);
 
   if (options.response_cache_bytes > 0) {
     p.response_cache = std::make_unique<ResponseCache>(options.response_cache_bytes);

@@ -115,6 +115,9 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
   } else if (flag == "max-queue-size") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
     o->serving.max_queue_size = static_cast<size_t>(n);
+  } else if (flag == "run-to-completion-below-us") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 1000000, &n));
+    o->run_to_completion_below_us = n;
   } else if (flag == "max-execution-seconds") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 86400 * 365, &n));
     o->serving.max_execution_seconds = n;
@@ -279,6 +282,14 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
   --max-execution-seconds=S  a model call running longer is interrupted and
                              answered DEADLINE_EXCEEDED (default 60; 0: no limit;
                              the manifest's max_execution_seconds wins)
+  --run-to-completion-below-us=US
+                             a gRPC ModelInfer or HTTP infer call whose model's
+                             recent calls took less than US microseconds runs on
+                             the thread that received it when an interpreter is
+                             idle, instead of waking a worker (default 0: off;
+                             at most 1000000): less latency and CPU at low
+                             concurrency, less throughput for a tiny model at
+                             high concurrency (docs/benchmarks.md)
   --warmup-runs=N            calls with inputs made from the signature that each
                              interpreter runs on a model before it is READY
                              (default 1; 0: none)

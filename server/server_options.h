@@ -59,6 +59,9 @@ struct ServerOptions {
   int grpc_max_connection_age_seconds = 30;
   /// Queue, execution-limit and warm-up defaults and per-model overrides.
   ServingDefaults serving;
+  /// Run to completion (Dispatcher::SubmitOrRunHere) for models whose calls
+  /// lately took less than this; 0: off (every call goes to a worker).
+  int64_t run_to_completion_below_us = 0;
   /// OpenTelemetry tracing (off by default; refused where not built in).
   TracingOptions tracing;
   /// Read by the launcher (supervisor/launch_options.h), which runs a small

@@ -172,7 +172,11 @@ void Route(const std::shared_ptr<WireCall>& call, StatusOr<std::shared_ptr<Model
     return;
   }
   if (AnswerFromCache(*model, *wire, call->request)) return;
-  call->request = model->Infer(std::move(call->request));
+  // On the frontend's own thread (the lookup answered before Acquire
+  // returned), an idle interpreter may run it here: no hand-off to a worker.
+  call->request = call->options.run_here_if_idle && call->in_lookup
+                      ? model->InferHereIfIdle(std::move(call->request))
+                      : model->Infer(std::move(call->request));
   // A version swapped out (or evicted) between the lookup and the hand-over
   // gives the request back: look again (the new version is serving by then,
   // or loads again on demand).

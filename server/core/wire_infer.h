@@ -48,6 +48,12 @@ struct WireCallOptions {
   /// The client's trace context and the protocol's span attributes (read
   /// only when tracing is on: server/inference/request_trace.h).
   TraceParent trace;
+  /// The caller's thread may run the model's call itself when an interpreter
+  /// is idle and nothing waits (Model::InferHereIfIdle): a frontend thread of
+  /// a call with one response (gRPC ModelInfer, HTTP infer). Not when the
+  /// model lookup waited for an on-demand load (its answer comes on the
+  /// loader's thread, which must not run models).
+  bool run_here_if_idle = false;
 };
 
 /// Prepares `wire` for its model and hands it to the model's scheduler.

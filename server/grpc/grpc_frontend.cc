@@ -143,6 +143,9 @@ void InferFromWire(InferenceServer* server, grpc::CallbackServerContext* ctx,
                    const inference::ModelInferRequest* wire, inference::ModelInferResponse* response,
                    std::function<void(const Status&)> reply, std::shared_ptr<WireStream> stream) {
   WireCallOptions options;
+  // A unary call may run on this callback thread (run to completion); a
+  // stream's requests keep to the workers.
+  options.run_here_if_idle = stream == nullptr;
   options.deadline = SteadyDeadline(ctx);
   options.cancelled = [ctx] { return ctx->IsCancelled(); };
   options.stream = std::move(stream);

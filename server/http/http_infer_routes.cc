@@ -148,10 +148,12 @@ void InferRoute(InferenceServer& server, HttpRequest r, const PathParams& path,
   options.cancelled = std::move(r.cancelled);
   options.connection = r.connection;
   options.trace = TraceOf(r, "/v2/models/{name}[/versions/{version}]/infer");
+  options.run_here_if_idle = true;  // on this I/O thread when an interpreter is idle
   server.Infer(&request->wire, response.get(), std::move(options),
-               // On a dispatcher worker (as gRPC's reply is): encoding is CPU work on
-               // bytes in memory; `respond` posts the write to the connection's strand,
-               // so no worker ever waits on the network.
+               // On a dispatcher worker, or this I/O thread when the call ran here
+               // (as gRPC's reply is): encoding is CPU work on bytes in memory;
+               // `respond` posts the write to the connection's strand, so no
+               // worker ever waits on the network.
                [request, response, respond = std::move(respond)](const Status& status) {
                  if (!status.ok()) return respond(Error(status));
                  auto encoded = EncodeInferResponse(*response, *request);

@@ -54,6 +54,9 @@ class DispatchedModel {
   size_t running_ = 0;    // executions in progress
   bool retired_ = false;  // takes no new requests; leaves once drained
   bool left_ = false;     // retired and drained: no longer dispatched
+  /// How long its calls take lately (Dispatcher::NoteExecutionTime); max
+  /// until one has run.
+  Clock::duration recent_execution_ = Clock::duration::max();
   std::function<void()> on_drained_;  // called once, as it leaves
 };
 

@@ -80,7 +80,18 @@ void Dispatcher::LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model) {
 
 RequestPtr Dispatcher::Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request,
                               bool wake_worker) {
+  return Hand(model, std::move(request), wake_worker ? Then::kWakeWorker : Then::kNothing);
+}
+
+RequestPtr Dispatcher::SubmitOrRunHere(const std::shared_ptr<DispatchedModel>& model,
+                                       RequestPtr request) {
+  return Hand(model, std::move(request), Then::kRunHere);
+}
+
+RequestPtr Dispatcher::Hand(const std::shared_ptr<DispatchedModel>& model, RequestPtr request,
+                            Then then) {
   Status status;
+  bool wake = false;
   {
     MutexLock lock(mu_);
     if (draining_) {
@@ -92,6 +103,16 @@ RequestPtr Dispatcher::Submit(const std::shared_ptr<DispatchedModel>& model, Req
       status = model->scheduler_->Enqueue(&request);
       if (status.ok() && deadline < watchdog_wake_) watchdog_cv_.notify_one();
     }
+    if (status.ok() && then == Then::kRunHere) {
+      if (std::optional<size_t> slot = SlotToRunHere(*model); slot.has_value()) {
+        RunHere(*slot);
+        return nullptr;
+      }
+      then = Then::kWakeWorker;
+    }
+    // Only a worker that waits on a free slot can start it: one whose slot is
+    // busy, held or lent looks for work itself when that ends.
+    wake = then == Then::kWakeWorker && slots_.AnyIdle();
   }
   if (!status.ok()) {
     FinishRequest(*model, std::move(request), status, {}, 0);
@@ -101,7 +122,7 @@ RequestPtr Dispatcher::Submit(const std::shared_ptr<DispatchedModel>& model, Req
   // any one woken might be another's.
   if (model->scheduler_->pins_slots()) {
     work_cv_.notify_all();
-  } else if (wake_worker) {
+  } else if (wake) {
     work_cv_.notify_one();
   }
   return nullptr;
@@ -109,13 +130,15 @@ RequestPtr Dispatcher::Submit(const std::shared_ptr<DispatchedModel>& model, Req
 
 ExecutionPtr Dispatcher::FindWork(
     size_t slot, Clock::time_point now, Clock::time_point* wake,
-    std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired) {
+    std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired, bool lent) {
   // Round robin from the model after the last one served: a hot model cannot
   // starve a cold one.
   for (size_t n = 0; n < models_.size(); ++n) {
     size_t index = (cursor_ + n) % models_.size();
     const std::shared_ptr<DispatchedModel>& model = models_[index];
     if (model->running_ >= model->limits().instance_count) continue;
+    // A lent slot's turn ends at work only a worker may run: it is not passed over.
+    if (lent && model->scheduler_->queued() > 0 && !RunsHere(*model)) return nullptr;
     std::vector<RequestPtr> gone;
     Clock::time_point ignored = Clock::time_point::max();
     model->scheduler_->Expire(now, &gone, &ignored);
@@ -131,7 +154,7 @@ ExecutionPtr Dispatcher::FindWork(
 void Dispatcher::Work(size_t slot) {
   MutexLock lock(mu_);
   for (;;) {
-    if (slots_.held(slot)) {
+    if (slots_.unavailable(slot)) {  // held by a RunOnSlot, or lent to SubmitOrRunHere
       if (stopping_) return;
       // A Submit may have woken this worker rather than a free one: pass it on.
       work_cv_.notify_one();
@@ -156,11 +179,13 @@ void Dispatcher::Work(size_t slot) {
     if (execution == nullptr) {
       if (stopping_) return;
       if (draining_ && IdleLocked()) idle_cv_.notify_all();
+      slots_.SetWaiting(slot, true);  // SubmitOrRunHere may lend the slot meanwhile
       if (wake == Clock::time_point::max()) {
         work_cv_.wait(lock.native());
       } else {
         work_cv_.wait_until(lock.native(), wake);
       }
+      slots_.SetWaiting(slot, false);
       continue;
     }
     Execute(slot, execution);

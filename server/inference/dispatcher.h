@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -27,6 +28,14 @@ class Dispatcher {
     /// A call still running after its interrupt is interrupted again this often
     /// (a model may catch the first one).
     std::chrono::milliseconds reinterrupt_interval{1000};
+    /// SubmitOrRunHere runs a call on the submitting thread only for a model
+    /// whose calls lately took less than this (zero, the default: never;
+    /// manypy-server --run-to-completion-below-us). A frontend thread held
+    /// by a call serves no other connection meanwhile; the hand-off to a
+    /// worker it saves costs about 30-40 us of CPU and latency
+    /// (docs/benchmarks.md, "Request path overhead"), so 1000 keeps that
+    /// risk to calls it is a tenth of at least.
+    std::chrono::microseconds run_here_below{0};
   };
 
   explicit Dispatcher(Options options);
@@ -57,6 +66,21 @@ class Dispatcher {
   /// about to run it itself: WaitNested), so no thread hand-off is paid.
   [[nodiscard]] RequestPtr Submit(const std::shared_ptr<DispatchedModel>& model, RequestPtr request,
                                   bool wake_worker = true) EXCLUDES(mu_);
+
+  /// Run to completion: Submit, and then, when an interpreter's worker waits
+  /// for work and the model may run on a frontend thread (not streaming, no
+  /// sequences, its calls lately shorter than Options::run_here_below), the
+  /// calling thread takes that slot for one execution instead of waking the
+  /// worker: the one the slot's worker would start (FindWork: the schedulers
+  /// form batches, models take turns, so no queued request is overtaken;
+  /// limits, deadlines and expiry as ever), normally the request just queued
+  /// (none when the next model in turn is one only a worker runs); then it
+  /// gives the slot back and wakes a worker for what is left. Each call is an execution like any
+  /// other (counted, watched and interrupted, its nested calls on its slot,
+  /// named in a crash report). Only from a thread that runs no model call (a
+  /// frontend's); the request may be answered before this returns.
+  [[nodiscard]] RequestPtr SubmitOrRunHere(const std::shared_ptr<DispatchedModel>& model,
+                                           RequestPtr request) EXCLUDES(mu_);
 
   /// Waits, for a model's own request to another model (manypy.infer) made
   /// while it runs on worker slot `slot`, until `answered()`; `request` was
@@ -91,6 +115,8 @@ class Dispatcher {
   void RunOnSlot(size_t slot, const std::function<void()>& work) EXCLUDES(mu_);
   /// For tests: whether a RunOnSlot holds `slot` (or waits there for its running call).
   bool TEST_SlotHeld(size_t slot) const EXCLUDES(mu_);
+  /// For tests: whether SubmitOrRunHere could run a call on `slot` now.
+  bool TEST_SlotIdle(size_t slot) const EXCLUDES(mu_);
 
   size_t queued(const DispatchedModel& model) const EXCLUDES(mu_);
 
@@ -134,10 +160,27 @@ class Dispatcher {
   void Execute(size_t slot, const std::shared_ptr<Execution>& execution) REQUIRES(mu_);
   /// The next execution the free worker of `slot` may start, or null.
   /// Expired requests found on the way go to `expired`.
+  /// `lent`: for a turn on a slot lent to SubmitOrRunHere, which ends (null)
+  /// when the next model in turn with work queued does not RunsHere.
   ExecutionPtr FindWork(
       size_t slot, Clock::time_point now, Clock::time_point* wake,
-      std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired) REQUIRES(mu_);
+      std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired,
+      bool lent = false) REQUIRES(mu_);
   void LeaveIfDrained(const std::shared_ptr<DispatchedModel>& model) REQUIRES(mu_);
+  /// What Submit and SubmitOrRunHere do after queueing the request.
+  enum class Then { kWakeWorker, kNothing, kRunHere };
+  RequestPtr Hand(const std::shared_ptr<DispatchedModel>& model, RequestPtr request, Then then)
+      EXCLUDES(mu_);
+  /// Whether `model`'s calls may run on a frontend thread at all.
+  bool RunsHere(const DispatchedModel& model) const REQUIRES(mu_);
+  /// The slot SubmitOrRunHere may lend for a request of `model` just queued, or none.
+  std::optional<size_t> SlotToRunHere(const DispatchedModel& model) const REQUIRES(mu_);
+  /// One turn on lent `slot`: runs what FindWork hands it (the request just
+  /// queued first, unless older work is due) for up to run_here_below, then
+  /// gives the slot back.
+  void RunHere(size_t slot) REQUIRES(mu_);
+  /// Keeps `model`'s recent execution time (what SlotToRunHere reads).
+  void NoteExecutionTime(DispatchedModel& model, Clock::duration took) REQUIRES(mu_);
   /// Nothing queued or running in any model.
   bool IdleLocked() const REQUIRES(mu_);
   /// Answers a request that left its queue unrun (ExpiredStatus).

@@ -43,6 +43,7 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution) {
     Run(slot, *execution);
   }
   mu_.Lock();
+  if (!execution->streaming) NoteExecutionTime(model, Clock::now() - execution->started);
   std::vector<std::string> ended = model.scheduler_->ExecutionEnded(slot, Clock::now());
   if (!ended.empty()) {
     // A sequence ended: its state goes now, from the interpreter that held
@@ -62,7 +63,7 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution) {
   if (model.scheduler_->queued() > 0) {
     if (model.scheduler_->pins_slots()) {
       work_cv_.notify_all();
-    } else {
+    } else if (slots_.AnyIdle()) {  // else every slot's runner looks for work itself
       work_cv_.notify_one();
     }
   }

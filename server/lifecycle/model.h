@@ -57,6 +57,13 @@ class Model {
     if (leases_ != nullptr) request->lease = leases_->Take();
     return dispatcher_->Submit(queue_, std::move(request), wake_worker);
   }
+  /// Infer, run on this thread when an interpreter is idle and nothing waits
+  /// (Dispatcher::SubmitOrRunHere: then it is answered before this returns).
+  /// Only from a thread that runs no model call: a frontend's.
+  [[nodiscard]] RequestPtr InferHereIfIdle(RequestPtr request) const {
+    if (leases_ != nullptr) request->lease = leases_->Take();
+    return dispatcher_->SubmitOrRunHere(queue_, std::move(request));
+  }
   /// Answers a request that failed Prepare, counting it as failed.
   void Reject(RequestPtr request, const Status& status) const {
     FinishRequest(*queue_, std::move(request), status, {}, 0);

@@ -15,6 +15,23 @@ model, as each of the pool's calls is.
   server  manypy-server serving it over gRPC to manypy-perf (the C++ load
           generator, --async: one thread, every request in flight through a
           completion queue) at concurrency 16, on the same machine
+  server_http
+          the same server and model over HTTP (KServe v2 REST, binary
+          tensor data), manypy-perf with a thread per request in flight
+
+and, beside them, the request path alone:
+
+  trivial identity (tests/bench/identity_model.py: FP32 [16] in and out,
+          Python platform, batching off) on the same manypy-server over gRPC,
+          manypy-perf --async at concurrency 16
+  bare    manypy-bench-bare-grpc-server: a GRPCInferenceService on the same
+          generated code and gRPC API style that answers each ModelInfer at
+          once with its inputs (gRPC's own floor), the same load
+  trivial_http
+          identity over HTTP (binary data), as server_http
+  trivial_c1, bare_c1
+          identity and the bare server at concurrency 1 (one request at a
+          time): the p50 latency of one request over gRPC
 
 Per round: calls/s and inferences/s, and CPU per call: the pool process's
 CPU over its window, the server process's over its window (from
@@ -26,7 +43,10 @@ beside it, pool CPU / (pool CPU + client CPU) per round, and the same for a
 server at the CPU target. Over the rounds, the per-round ratios' median
 with a bootstrap 90% interval (tests/bench/paired_rounds.py) and the
 verdicts for the targets: server throughput >= 0.7x the pool's, server CPU
-per inference <= 1.3x the pool's CPU per call.
+per inference <= 1.3x the pool's CPU per call, and the trivial model's server
+CPU per request <= 2.5x the bare server's. Reported beside them: the same two
+CPU ratios over HTTP (the HTTP one against the bare gRPC server: there is no
+bare HTTP server) and the p50 latency at concurrency 1.
 
     /usr/bin/python3 tests/bench/bench_overhead.py --build build \\
         --repository build/model-repository --out bench-results/overhead.json
@@ -57,6 +77,7 @@ from paired_rounds import bootstrap_interval, verdict  # noqa: E402
 
 THROUGHPUT_TARGET = 0.7  # server inferences/s over pool calls/s, at least
 CPU_TARGET = 1.3         # server CPU per inference over pool CPU per call, at most
+TRIVIAL_CPU_TARGET = 2.5  # trivial model's server CPU per request over the bare server's, at most
 TRACING_CPU_TARGET = 1.10  # traced (smallest ratio) over untraced server CPU per inference, at most
 
 
@@ -116,7 +137,27 @@ def package_small_net(folder):
                           example_inputs=(torch.ones(1, 8),))
 
 
-def server_window(perf, port, pid, model, concurrency, seconds):
+def package_identity(folder):
+    """identity.mpk in `folder`: FP32 [16] in and out, batch 1 (max_batch_size 1)."""
+    import torch
+    import manypy.package
+    from identity_model import Identity
+
+    manypy.package.export(Identity(), os.path.join(folder, "identity.mpk"), name="identity",
+                          inputs=[("INPUT__0", "FP32", [16])], outputs=[("OUTPUT__0", "FP32", [16])],
+                          max_batch_size=1, example_inputs=(torch.ones(1, 16),))
+
+
+def start_bare(binary):
+    """manypy-bench-bare-grpc-server on a port the kernel picks: (process, port)."""
+    proc = subprocess.Popen([binary, "--features", "16"], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("listening on "):
+        raise SystemExit(f"{binary} did not start")
+    return proc, int(line.rsplit(":", 1)[1])
+
+
+def server_window(perf, port, pid, model, concurrency, seconds, protocol="grpc"):
     # No warm-up window (the server is warm from the rounds before), so the
     # server's CPU read around manypy-perf's whole run is the window's, give
     # or take connecting.
@@ -126,7 +167,9 @@ def server_window(perf, port, pid, model, concurrency, seconds):
     # generator, which shares the cores and which the pool does not have,
     # takes as little of them as it can (a thread per stream costs about
     # 1.5x its CPU per request).
-    record = perf_window(perf, port, model, concurrency, seconds, warmup=0, extra=["--async"])
+    # --async is gRPC's only (HTTP: a thread per request in flight).
+    record = perf_window(perf, port, model, concurrency, seconds, protocol=protocol, warmup=0,
+                         extra=["--async"] if protocol == "grpc" else [])
     cpu = cpu_seconds(pid) - cpu_start
     # manypy-perf has ended and been waited for, so the children's rusage now
     # holds it (the server and the pool still run: neither is in it).
@@ -135,13 +178,17 @@ def server_window(perf, port, pid, model, concurrency, seconds):
               - (client_start.ru_utime + client_start.ru_stime))
     return {"per_s": record["infer_per_s"], "cpu_us": cpu / record["requests"] * 1e6,
             "client_cpu_us": client / record["requests"] * 1e6,
-            "requests": record["requests"], "p50_ms": record["p50_ms"], "p99_ms": record["p99_ms"]}
+            "requests": record["requests"], "p50_ms": record["p50_ms"], "p99_ms": record["p99_ms"],
+            "p50_us": record["p50_ms"] * 1e3}
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default="build")
     p.add_argument("--repository", default="build/model-repository")
+    p.add_argument("--server-build", default=None,
+                   help="take manypy-server from this build folder instead (another commit's "
+                        "server measured with this one's benchmark binaries)")
     p.add_argument("--out", default="bench-results/overhead.json")
     p.add_argument("--model", default="small_net",
                    help="small_net (packaged here) or an archive of --repository")
@@ -149,6 +196,11 @@ def main():
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--seconds", type=float, default=3.0, help="per side per round")
+    p.add_argument("--server-flag", action="append", default=[],
+                   help="one more manypy-server flag (repeatable), e.g. "
+                        "--server-flag=--run-to-completion-below-us=1000")
+    p.add_argument("--no-trivial", action="store_true",
+                   help="only the pool and the server (no identity model, no bare server, no HTTP)")
     p.add_argument("--tracing-ratios", default="",
                    help="comma-separated sample ratios: a traced server for each, against the "
                         "untraced one (needs a server built with OpenTelemetry)")
@@ -163,13 +215,24 @@ def main():
         packaged = tempfile.TemporaryDirectory(prefix="manypy-bench-overhead-")
         a.repository = packaged.name
         package_small_net(a.repository)
+    trivial = not a.no_trivial
+    if trivial:
+        if a.model != "small_net":
+            raise SystemExit("--model other than small_net needs --no-trivial (the identity "
+                             "model is packaged beside small_net)")
+        package_identity(a.repository)
     archive = os.path.join(a.repository, f"{a.model}.mpk")
 
     # Batching off: each inference is one call of the model, as each of the
     # pool's calls is.
-    server, ports = start_manypy(os.path.join(binaries, "manypy-server"), a.repository,
-                                 [a.model], a.interpreters,
-                                 [f"--model-config={a.model}:dynamic_batching=false"])
+    served = [a.model] + (["identity"] if trivial else [])
+    server_binary = os.path.join(a.server_build or a.build, "bin", "manypy-server")
+    server, ports = start_manypy(server_binary, a.repository, served, a.interpreters,
+                                 [f"--model-config={m}:dynamic_batching=false" for m in served]
+                                 + a.server_flag)
+    bare = None
+    if trivial:
+        bare, bare_port = start_bare(os.path.join(binaries, "manypy-bench-bare-grpc-server"))
     ratios = [float(x) for x in a.tracing_ratios.split(",") if x.strip()]
     traced = {}  # ratio -> (process, ports)
     stop_receiver = None
@@ -177,20 +240,35 @@ def main():
         receiver, stop_receiver = start_receiver()
         for ratio in ratios:
             traced[ratio] = start_manypy(
-                os.path.join(binaries, "manypy-server"), a.repository, [a.model], a.interpreters,
+                server_binary, a.repository, [a.model], a.interpreters,
                 [f"--model-config={a.model}:dynamic_batching=false", "--tracing",
                  f"--trace-endpoint={receiver}", f"--trace-sample-ratio={ratio}"])
     pool = Pool(os.path.join(binaries, "manypy-bench-overhead-pool"), archive, a.interpreters)
     perf = os.path.join(binaries, "manypy-perf")
+    c = a.concurrency
+    # The request path's sides: (process, port, model, concurrency, protocol).
+    path_sides = {}
+    if trivial:
+        path_sides = {
+            "server_http": (server, ports["http"], a.model, c, "http"),
+            "trivial": (server, ports["grpc"], "identity", c, "grpc"),
+            "bare": (bare, bare_port, "identity", c, "grpc"),
+            "trivial_http": (server, ports["http"], "identity", c, "http"),
+            "trivial_c1": (server, ports["grpc"], "identity", 1, "grpc"),
+            "bare_c1": (bare, bare_port, "identity", 1, "grpc"),
+        }
     rounds = []
     try:
         # Warm all (connections, caches) before anything is measured.
         server_window(perf, ports["grpc"], server.pid, a.model, a.concurrency, 1.0)
         for ratio, (proc, traced_ports) in traced.items():
             server_window(perf, traced_ports["grpc"], proc.pid, a.model, a.concurrency, 1.0)
+        for proc, port, model, conc, protocol in path_sides.values():
+            server_window(perf, port, proc.pid, model, conc, 1.0, protocol)
         pool.window(1.0)
         for r in range(a.rounds):
-            sides = ["pool", "server"] + [f"traced {ratio}" for ratio in ratios]
+            sides = (["pool", "server"] + list(path_sides)
+                     + [f"traced {ratio}" for ratio in ratios])
             # Each round in another order (rotated): pool and server
             # alternate as before; with traced servers each side takes each
             # place in turn.
@@ -202,6 +280,10 @@ def main():
                 elif side == "server":
                     measured["server"] = server_window(perf, ports["grpc"], server.pid, a.model,
                                                        a.concurrency, a.seconds)
+                elif side in path_sides:
+                    proc, port, model, conc, protocol = path_sides[side]
+                    measured[side] = server_window(perf, port, proc.pid, model, conc, a.seconds,
+                                                   protocol)
                 else:
                     ratio = float(side.split()[1])
                     proc, traced_ports = traced[ratio]
@@ -219,6 +301,14 @@ def main():
             measured["throughput_ratio_at_pool_cpu"] = pool_cpu / (pool_cpu + client_cpu)
             measured["throughput_ratio_at_cpu_target"] = pool_cpu / (CPU_TARGET * pool_cpu
                                                                      + client_cpu)
+            if trivial:
+                bare_cpu = measured["bare"]["cpu_us"]
+                measured["trivial_cpu_ratio"] = measured["trivial"]["cpu_us"] / bare_cpu
+                measured["trivial_http_cpu_ratio"] = measured["trivial_http"]["cpu_us"] / bare_cpu
+                measured["http_cpu_ratio"] = (measured["server_http"]["cpu_us"]
+                                              / measured["pool"]["cpu_us"])
+                measured["trivial_c1_p50_ratio"] = (measured["trivial_c1"]["p50_us"]
+                                                    / measured["bare_c1"]["p50_us"])
             rounds.append(measured)
             print(f"[overhead] round {r + 1}: pool {measured['pool']['per_s']:.0f} calls/s "
                   f"({measured['pool']['cpu_us']:.1f} us CPU/call), server "
@@ -226,9 +316,17 @@ def main():
                   f"us CPU/infer; client {measured['server']['client_cpu_us']:.1f} us/request): "
                   f"{measured['throughput_ratio']:.2f}x, CPU {measured['cpu_ratio']:.2f}x",
                   file=sys.stderr)
+            if trivial:
+                print(f"[overhead] round {r + 1}: trivial {measured['trivial']['cpu_us']:.1f} us "
+                      f"CPU/request vs bare {measured['bare']['cpu_us']:.1f}: "
+                      f"{measured['trivial_cpu_ratio']:.2f}x; HTTP small_net "
+                      f"{measured['server_http']['cpu_us']:.1f} us ({measured['http_cpu_ratio']:.2f}x "
+                      f"the pool), HTTP trivial {measured['trivial_http']['cpu_us']:.1f} us; p50 at "
+                      f"c=1 trivial {measured['trivial_c1']['p50_us']:.0f} us, bare "
+                      f"{measured['bare_c1']['p50_us']:.0f} us", file=sys.stderr)
     finally:
         pool.close()
-        for proc in [server] + [proc for proc, _ in traced.values()]:
+        for proc in [server] + ([bare] if bare is not None else []) + [proc for proc, _ in traced.values()]:
             proc.terminate()
             proc.wait()
         if stop_receiver is not None:
@@ -239,7 +337,7 @@ def main():
         return {"median": statistics.median(values), "interval": list(bootstrap_interval(values))}
 
     result = {
-        "model": a.model, "interpreters": a.interpreters, "concurrency": a.concurrency,
+        "model": a.model, "server_flags": a.server_flag, "interpreters": a.interpreters, "concurrency": a.concurrency,
         "cpus": os.cpu_count(), "seconds_per_side": a.seconds, "rounds": rounds,
         "pool_calls_per_s": summary("pool", "per_s"),
         "server_infer_per_s": summary("server", "per_s"),
@@ -254,6 +352,16 @@ def main():
         "throughput": verdict([r["throughput_ratio"] for r in rounds], THROUGHPUT_TARGET, True),
         "cpu_per_inference": verdict([r["cpu_ratio"] for r in rounds], CPU_TARGET, False),
     }
+    if trivial:
+        for side in path_sides:
+            result[side] = {key: summary(side, key) for key in ("cpu_us", "per_s", "p50_us")}
+            result[side]["client_cpu_us"] = summary(side, "client_cpu_us")
+        result["trivial_cpu_per_request"] = verdict([r["trivial_cpu_ratio"] for r in rounds],
+                                                    TRIVIAL_CPU_TARGET, False)
+        # Reported, not judged (the issue sets no target for them).
+        result["http_cpu_per_inference"] = summary(None, "http_cpu_ratio")
+        result["trivial_http_cpu_vs_bare_grpc"] = summary(None, "trivial_http_cpu_ratio")
+        result["trivial_c1_p50_vs_bare"] = summary(None, "trivial_c1_p50_ratio")
     if ratios:
         result["tracing"] = {}
         for ratio in ratios:
@@ -273,6 +381,22 @@ def main():
         v = result[key]
         print(f"{what}: median {v['median']:.2f}x, 90% interval [{v['interval'][0]:.2f}, "
               f"{v['interval'][1]:.2f}]: {v['verdict']}")
+    if trivial:
+        v = result["trivial_cpu_per_request"]
+        print(f"trivial model / bare gRPC server CPU per request (target <= {TRIVIAL_CPU_TARGET}x): "
+              f"median {v['median']:.2f}x, 90% interval [{v['interval'][0]:.2f}, "
+              f"{v['interval'][1]:.2f}]: {v['verdict']} ({result['trivial']['cpu_us']['median']:.1f} "
+              f"vs {result['bare']['cpu_us']['median']:.1f} us)")
+        for key, what in (("http_cpu_per_inference", "HTTP: server / pool CPU per call (small_net)"),
+                          ("trivial_http_cpu_vs_bare_grpc",
+                           "HTTP: trivial model CPU per request / the bare gRPC server's"),
+                          ("trivial_c1_p50_vs_bare", "p50 at concurrency 1, trivial / bare")):
+            v = result[key]
+            print(f"{what}: median {v['median']:.2f}x [{v['interval'][0]:.2f}, "
+                  f"{v['interval'][1]:.2f}]")
+        print(f"p50 latency at concurrency 1 over gRPC: trivial model "
+              f"{result['trivial_c1']['p50_us']['median']:.0f} us, bare server "
+              f"{result['bare_c1']['p50_us']['median']:.0f} us")
     for key, what in (("throughput_ratio_at_pool_cpu", "a server costing what the pool does"),
                       ("throughput_ratio_at_cpu_target",
                        f"a server at {CPU_TARGET}x the pool's CPU")):
@@ -288,7 +412,8 @@ def main():
               f"{': ' + v['verdict'] + f' (target <= {TRACING_CPU_TARGET}x at the smallest ratio)' if ratio == min(ratios) else ''}; "
               f"throughput {tp['median']:.3f}x [{tp['interval'][0]:.3f}, {tp['interval'][1]:.3f}]")
     print(f"wrote {a.out}")
-    missed = "misses" in (result["throughput"]["verdict"], result["cpu_per_inference"]["verdict"])
+    missed = "misses" in (result["throughput"]["verdict"], result["cpu_per_inference"]["verdict"],
+                          result.get("trivial_cpu_per_request", {}).get("verdict"))
     if ratios:
         missed = missed or result["tracing"][str(min(ratios))]["cpu_vs_untraced"]["verdict"] == "misses"
     return 1 if missed and not a.quick else 0
