@@ -109,6 +109,22 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
+class Dense(nn.Module):
+    """A linear layer without bias whose weight is stored [in, out], as
+    GPT-2's Conv1D: x @ weight is a plain (non-transposed) matrix product,
+    which OpenBLAS computes without repacking the weight for the few rows of
+    a decode step (nn.Linear's x @ weight.t() measured 1.3-2.4x slower at
+    8-16 rows here). Initialized as nn.Linear."""
+
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        bound = 1 / math.sqrt(n_in)
+        self.weight = nn.Parameter(torch.empty(n_in, n_out).uniform_(-bound, bound))
+
+    def forward(self, x):
+        return x @ self.weight
+
+
 def rotary(x, cos, sin):
     """Rotates pairs of x's last dimension by angles that grow with position
     (RoFormer); x is [tokens, heads, head_dim], cos and sin [tokens, 1, head_dim / 2]
@@ -177,8 +193,8 @@ class Attention(nn.Module):
     def __init__(self):
         super().__init__()
         # Queries, keys and values in one projection (as gpt-fast's wqkv).
-        self.qkv = nn.Linear(WIDTH, (HEADS + 2 * KV_HEADS) * HEAD_DIM, bias=False)
-        self.out = nn.Linear(HEADS * HEAD_DIM, WIDTH, bias=False)
+        self.qkv = Dense(WIDTH, (HEADS + 2 * KV_HEADS) * HEAD_DIM)
+        self.out = Dense(HEADS * HEAD_DIM, WIDTH)
 
     def forward(self, x, p, keys, values):
         """x [tokens, width] (packed, see Pass); keys and values: this block's
@@ -210,8 +226,8 @@ class Block(nn.Module):
         self.attention_norm = RMSNorm(WIDTH)
         self.attention = Attention()
         self.mlp_norm = RMSNorm(WIDTH)
-        self.gate_up = nn.Linear(WIDTH, 2 * HIDDEN, bias=False)
-        self.down = nn.Linear(HIDDEN, WIDTH, bias=False)
+        self.gate_up = Dense(WIDTH, 2 * HIDDEN)
+        self.down = Dense(HIDDEN, WIDTH)
 
     def forward(self, x, p, keys, values):
         x = x + self.attention(self.attention_norm(x), p, keys, values)

@@ -57,7 +57,7 @@ def percentile(values, p):
     return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
 
 
-def package(folder):
+def package(folder, batched_instances=0):
     import manypy.package
     import llama_decoder
     for side in SIDES:
@@ -66,6 +66,7 @@ def package(folder):
         manypy.package.export(model, os.path.join(folder, f"{side}.mpk"), name=side,
                               example_inputs=llama_decoder.example_inputs(),
                               modules=[llama_decoder], openai=llama_decoder.OPENAI,
+                              instance_count=batched_instances if side == "batched" else 0,
                               **llama_decoder.SIGNATURE)
 
 
@@ -181,6 +182,9 @@ def main():
     p.add_argument("--tokens", type=int, default=32)
     p.add_argument("--streams-per-client", type=int, default=4)
     p.add_argument("--interpreters", type=int, default=2)
+    p.add_argument("--batched-instances", type=int, default=1,
+                   help="running batches of the batched model (its instance_count; 0: one per "
+                        "interpreter)")
     p.add_argument("--quick", action="store_true", help="2 rounds of short streams: a smoke run")
     args = p.parse_args()
     if args.quick:
@@ -188,12 +192,12 @@ def main():
     sys.path.insert(0, os.path.join(args.build, "python"))
     from manypy.client import InferenceClient
     binary = os.path.join(args.build, "bin", "manypy-server")
-    result = {"interpreters": args.interpreters, "cpus": os.cpu_count(), "tokens": args.tokens,
+    result = {"interpreters": args.interpreters, "batched_instances": args.batched_instances, "cpus": os.cpu_count(), "tokens": args.tokens,
               "quick": args.quick, "protocol": "grpc",
               "route_client": f"openai {openai.__version__}" if openai else "plain HTTP",
               "load_average_start": list(os.getloadavg())}
     with tempfile.TemporaryDirectory(prefix="manypy-bench-generate-") as folder:
-        package(folder)
+        package(folder, args.batched_instances)
         proc, ports = start_manypy(binary, folder, list(SIDES), args.interpreters)
         try:
             address = f"127.0.0.1:{ports['grpc']}"
