@@ -182,7 +182,7 @@ def main():
     p.add_argument("--tokens", type=int, default=32)
     p.add_argument("--streams-per-client", type=int, default=4)
     p.add_argument("--interpreters", type=int, default=2)
-    p.add_argument("--batched-instances", type=int, default=1,
+    p.add_argument("--batched-instances", type=int, default=0,
                    help="running batches of the batched model (its instance_count; 0: one per "
                         "interpreter)")
     p.add_argument("--quick", action="store_true", help="2 rounds of short streams: a smoke run")
