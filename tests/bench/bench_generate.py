@@ -16,7 +16,13 @@ Debian 13 root, else plain HTTP), to show the OpenAI route's own cost
 against the gRPC figures. Targets, from the per-round ratios
 (paired_rounds.py): tokens/s at 16 streams batched >= 4x unbatched; batched
 time to first token p50 at 16 streams <= 2x at 1 stream; 0 streams lost or
-reordered (on every side, the route's included).
+reordered (on every side, the route's included). And `batched_cpp` /
+`unbatched_cpp`: the same models over gRPC from the C++ load generator
+(manypy-perf --streaming, one thread per stream, every stream the same
+prompt, its text not checked), whose client costs a fraction of the Python
+client's CPU per response: the two clients share the server's 2 cores, so
+the difference is the Python client's share; the ratios are judged for
+both clients.
 
     /usr/bin/python3 tests/bench/bench_generate.py --build build \\
         --out bench-results/generate.json [--quick]
@@ -38,11 +44,13 @@ sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python"),
 
 import numpy as np  # noqa: E402
 
-from bench_common import start_manypy  # noqa: E402
+from bench_common import perf_window, start_manypy  # noqa: E402
 from paired_rounds import bootstrap_interval, verdict, write_verdicts  # noqa: E402
 
 SIDES = ("batched", "unbatched")  # the two packagings, over gRPC
 ROUTE = "batched_openai"  # the batched model through /v1/completions
+CPP = {"batched_cpp": "batched", "unbatched_cpp": "unbatched"}  # manypy-perf's sides
+CPP_PROMPT, CPP_SEED = "prompt 3", 3
 TEMPERATURE = 0.8
 
 try:
@@ -138,6 +146,35 @@ def route_stream(target, model, prompt, tokens, seed):
     return b"".join(text), first, gaps, reasons
 
 
+def perf_inputs(folder, tokens):
+    """manypy-perf --input flags: raw little-endian files (BYTES: a 4-byte
+    length before each element) for one request of `tokens` tokens."""
+    def text(value):
+        return len(value).to_bytes(4, "little") + value
+    files = {"PROMPT": text(CPP_PROMPT.encode()), "MESSAGES": text(b""),
+             "MAX_TOKENS": np.array([tokens], dtype="<i8").tobytes(),
+             "TEMPERATURE": np.array([TEMPERATURE], dtype="<f4").tobytes(),
+             "SEED": np.array([CPP_SEED], dtype="<i8").tobytes()}
+    flags = []
+    for name, data in files.items():
+        path = os.path.join(folder, f"{name}.bin")
+        with open(path, "wb") as f:
+            f.write(data)
+        flags += ["--input", f"{name}={path}"]
+    return flags
+
+
+def perf_side(perf, port, model, concurrency, seconds, inputs):
+    """One manypy-perf --streaming window over gRPC: tokens/s and time to first
+    token p50 (no per-token gaps: it times the first response only)."""
+    record = perf_window(perf, port, model, concurrency, seconds, warmup=0.5,
+                         extra=["--streaming", *inputs])
+    return {"tokens_per_s": record["responses_per_s"],
+            "ttft_p50_ms": record["first_response_p50_ms"], "token_p99_ms": None,
+            "streams": record["requests"], "lost_or_reordered": None,
+            "seconds": record["seconds"]}
+
+
 def run_side(streamer, concurrency, streams, tokens, reference):
     """`streams` streams over `concurrency` workers (worker i streams with
     streamer(i, prompt, tokens, seed)); the side's figures."""
@@ -185,13 +222,16 @@ def main():
     p.add_argument("--batched-instances", type=int, default=0,
                    help="running batches of the batched model (its instance_count; 0: one per "
                         "interpreter)")
+    p.add_argument("--perf-seconds", type=float, default=1.5,
+                   help="the measurement window of each manypy-perf side")
     p.add_argument("--quick", action="store_true", help="2 rounds of short streams: a smoke run")
     args = p.parse_args()
     if args.quick:
-        args.rounds, args.tokens, args.streams_per_client = 2, 8, 1
+        args.rounds, args.tokens, args.streams_per_client, args.perf_seconds = 2, 8, 1, 0.5
     sys.path.insert(0, os.path.join(args.build, "python"))
     from manypy.client import InferenceClient
     binary = os.path.join(args.build, "bin", "manypy-server")
+    perf = os.path.join(args.build, "bin", "manypy-perf")
     result = {"interpreters": args.interpreters, "batched_instances": args.batched_instances, "cpus": os.cpu_count(), "tokens": args.tokens,
               "quick": args.quick, "protocol": "grpc",
               "route_client": f"openai {openai.__version__}" if openai else "plain HTTP",
@@ -210,6 +250,7 @@ def main():
                     raise SystemExit(f"{key}: the batched model's text alone differs")
             alone.close()
             http_address = f"127.0.0.1:{ports['http']}"
+            inputs = perf_inputs(folder, args.tokens)
             levels = {}
             for concurrency in (1, 4, 16):
                 clients = [InferenceClient(address, timeout=120) for _ in range(concurrency)]
@@ -220,16 +261,21 @@ def main():
                     side: (lambda side: lambda i, *a: one_stream(clients[i], side, *a))(side)
                     for side in SIDES}
                 streamers[ROUTE] = lambda i, *a: route_stream(routes[i], "batched", *a)
+                everyone = SIDES + (ROUTE,) + tuple(CPP)
                 streams = concurrency * args.streams_per_client
                 rounds = []
                 for r in range(args.rounds):
-                    order = SIDES + (ROUTE,) if r % 2 == 0 else (ROUTE,) + SIDES[::-1]
-                    measured = {side: run_side(streamers[side], concurrency, streams, args.tokens,
-                                               reference) for side in order}
+                    order = everyone if r % 2 == 0 else everyone[::-1]
+                    measured = {
+                        side: perf_side(perf, ports["grpc"], CPP[side], concurrency,
+                                        args.perf_seconds, inputs) if side in CPP
+                        else run_side(streamers[side], concurrency, streams, args.tokens, reference)
+                        for side in order}
                     rounds.append(measured)
                     print(f"[generate] c={concurrency} round {r + 1}: " + "; ".join(
-                        f"{s} {m['tokens_per_s']:.0f} tokens/s, TTFT p50 {m['ttft_p50_ms']:.1f} ms, "
-                        f"token p99 {m['token_p99_ms']:.1f} ms, lost {m['lost_or_reordered']}"
+                        f"{s} {m['tokens_per_s']:.0f} tokens/s, TTFT p50 {m['ttft_p50_ms']:.1f} ms"
+                        + ("" if s in CPP else f", token p99 {m['token_p99_ms']:.1f} ms, "
+                                              f"lost {m['lost_or_reordered']}")
                         for s, m in measured.items()), file=sys.stderr)
                 for c in clients:
                     c.close()
@@ -237,9 +283,11 @@ def main():
                     if not isinstance(c, str):
                         c.close()
                 entry = {"rounds": rounds}
-                for side in SIDES + (ROUTE,):
+                for side in everyone:
                     for figure in ("tokens_per_s", "ttft_p50_ms", "token_p99_ms"):
                         values = [m[side][figure] for m in rounds]
+                        if values[0] is None:
+                            continue
                         entry[f"{side}_{figure}"] = statistics.median(values)
                         entry[f"{side}_{figure}_interval"] = list(bootstrap_interval(values))
                 # The route's own cost: its figures over the gRPC ones, per round.
@@ -264,7 +312,16 @@ def main():
     lost_row = {"model": "llama_decoder", "ratio": "streams lost or reordered", "median": lost,
                 "target": 0, "higher_is_better": False, "rounds": args.rounds,
                 "verdict": "holds" if lost == 0 else "misses"}
-    result["targets"] = [throughput, ttft, lost_row]
+    throughput_cpp = verdict([m["batched_cpp"]["tokens_per_s"] / m["unbatched_cpp"]["tokens_per_s"]
+                              for m in levels[16]["rounds"]], THROUGHPUT_TARGET, True)
+    ttft_cpp = verdict([a["batched_cpp"]["ttft_p50_ms"] / b["batched_cpp"]["ttft_p50_ms"]
+                        for a, b in zip(levels[16]["rounds"], levels[1]["rounds"])], TTFT_TARGET,
+                       False)
+    throughput_cpp.update(model="llama_decoder, C++ client (manypy-perf)",
+                          ratio="tokens/s at 16 streams, batched / unbatched")
+    ttft_cpp.update(model="llama_decoder, C++ client (manypy-perf)",
+                    ratio="TTFT p50 batched, 16 streams / 1 stream")
+    result["targets"] = [throughput, ttft, lost_row, throughput_cpp, ttft_cpp]
     missed = write_verdicts(result, args.out)
     if args.quick:  # a smoke run judges only what cannot be noise
         return 1 if lost else 0
