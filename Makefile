@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test test-debian13 test-tsan test-asan serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
+.PHONY: all deps configure build test test-debian13 test-tsan test-asan serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-decoder-step bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
 
 all: build
 
@@ -140,6 +140,13 @@ bench-python-native: models
 bench-generate: build
 	mkdir -p bench-results
 	/usr/bin/python3 tests/bench/bench_generate.py --build $(BUILD) --out bench-results/generate.json
+
+# llama_decoder's step in-process (CPU time, one thread) against the file at
+# BASELINE_REV (default main): where bench-generate's model time goes.
+BASELINE_REV ?= main
+bench-decoder-step:
+	mkdir -p bench-results
+	/usr/bin/python3 tests/bench/bench_decoder_step.py --baseline-rev $(BASELINE_REV) --out bench-results/decoder_step.json
 
 # The OpenAI route's own cost: byte_writer streamed through /v1/completions (the
 # openai client where installed, else plain HTTP) vs gRPC ModelStreamInfer.
