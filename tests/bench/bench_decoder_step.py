@@ -2,7 +2,7 @@
 """llama_decoder's step in-process: the CPU time of one step(states) of
 models/llama_decoder.py against the same file at a git revision (the
 baseline, e.g. main before a change), in alternated rounds on one thread, no
-server: decode steps 1 and 16 wide, and 16 requests joining at once (start,
+server: decode steps 1 and 16 wide, and 1 or 16 requests joining at once (start,
 prefill and first token). Thread CPU time, so other processes on a shared
 machine slow it less than wall time; medians per round, the per-round ratios
 current / baseline with bootstrap 90% intervals (paired_rounds.py). Not a
@@ -28,7 +28,8 @@ import torch  # noqa: E402
 
 from paired_rounds import bootstrap_interval  # noqa: E402
 
-CASES = (("decode 1 wide", 1, False), ("decode 16 wide", 16, False), ("16 joining", 16, True))
+CASES = (("decode 1 wide", 1, False), ("decode 16 wide", 16, False), ("1 joining", 1, True),
+         ("16 joining", 16, True))
 
 
 def load(path, name):
