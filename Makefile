@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build install test test-debian13 test-tsan test-asan serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
+.PHONY: all deps configure build install test test-debian13 test-tsan test-asan serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-decoder-step bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
 
 all: build
 
@@ -141,10 +141,19 @@ bench-python-native: models
 	  --repository $(BUILD)/model-repository --out bench-results/python_native.json
 
 # Text generation: models/llama_decoder over gRPC streaming at 1, 4 and 16
-# streams, with and without continuous batching, in alternated rounds.
+# streams, with and without continuous batching, from the Python client and
+# from manypy-perf, beside the batched model through /v1/completions, in
+# alternated rounds (2.5 minutes on a quiet 2-core machine).
 bench-generate: build
 	mkdir -p bench-results
 	/usr/bin/python3 tests/bench/bench_generate.py --build $(BUILD) --out bench-results/generate.json
+
+# llama_decoder's step in-process (CPU time, one thread) against the file at
+# BASELINE_REV (default main): where bench-generate's model time goes.
+BASELINE_REV ?= main
+bench-decoder-step:
+	mkdir -p bench-results
+	/usr/bin/python3 tests/bench/bench_decoder_step.py --baseline-rev $(BASELINE_REV) --out bench-results/decoder_step.json
 
 # The OpenAI route's own cost: byte_writer streamed through /v1/completions (the
 # openai client where installed, else plain HTTP) vs gRPC ModelStreamInfer.

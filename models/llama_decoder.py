@@ -10,12 +10,16 @@ APIs (its own RMSNorm and attention; no scaled_dot_product_attention), so it
 runs on Debian 12 and 13 alike.
 
 Continuous batching: `continuous_batching = 16`, `start(...)` reads one
-request's inputs into its state; `step(states)` prefills the prompts of the
-requests that joined (one forward pass per prompt length), samples one token
-for every running request and advances them all with one batched forward
-pass (KV caches of different lengths padded and masked). `forward` is the same code
-for one request as a generator, which is how it streams when
-continuous_batching is 0 (make bench-generate compares the two).
+request's inputs into its state (and takes a slot of the model's KV cache);
+`step(states)` is one forward pass for every request, however long their
+caches: the prompts of those that joined since the last step and the last
+token of the others, packed one after another (no padding through the
+linear layers; attention reads every request's cache with one indexed read
+per block and masks what a query may not see), then one token sampled per
+request, all rows at once, each from its own seeded sampler so a request's
+text does not depend on its batch. `forward` is the same code for one
+request as a generator, which is how it streams when continuous_batching is
+0 (make bench-generate compares the two).
 
 Signature, named for the OpenAI routes' convention: PROMPT BYTES [1],
 MESSAGES BYTES [1] (a chat's messages as a JSON array; anything else: a
@@ -28,6 +32,8 @@ PROMPT_TOKENS INT64 [1] (the prompt's bytes, on every response).
 """
 import json
 import math
+import random
+import weakref
 
 import torch
 from torch import nn
@@ -36,6 +42,7 @@ from torch.nn import functional as F
 VOCAB, WIDTH, HEADS, KV_HEADS, BLOCKS, HIDDEN = 256, 128, 8, 2, 4, 384
 HEAD_DIM = WIDTH // HEADS
 MAX_PROMPT, MAX_TOKENS, DEFAULT_TOKENS = 512, 256, 16
+CAPACITY = MAX_PROMPT + MAX_TOKENS  # positions a request's KV cache holds
 PRINTABLE = (0x20, 0x7E)
 
 SIGNATURE = {
@@ -102,50 +109,115 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def rotary(x, positions):
+class Dense(nn.Module):
+    """A linear layer without bias whose weight is stored [in, out], as
+    GPT-2's Conv1D: x @ weight is a plain (non-transposed) matrix product,
+    which OpenBLAS computes without repacking the weight for the few rows of
+    a decode step (nn.Linear's x @ weight.t() measured 1.3-2.4x slower at
+    8-16 rows here). Initialized as nn.Linear."""
+
+    def __init__(self, n_in, n_out):
+        super().__init__()
+        bound = 1 / math.sqrt(n_in)
+        self.weight = nn.Parameter(torch.empty(n_in, n_out).uniform_(-bound, bound))
+
+    def forward(self, x):
+        return x @ self.weight
+
+
+def rotary(x, cos, sin):
     """Rotates pairs of x's last dimension by angles that grow with position
-    (RoFormer); x is [batch, heads, seq, head_dim], positions [batch, seq]."""
+    (RoFormer); x is [tokens, heads, head_dim], cos and sin [tokens, 1, head_dim / 2]
+    (the tables' rows at each token's position)."""
     half = x.shape[-1] // 2
-    freq = 10000.0 ** (-torch.arange(half, dtype=torch.float32) / half)
-    angle = positions[:, None, :, None].to(torch.float32) * freq  # [batch, 1, seq, half]
-    cos, sin = angle.cos(), angle.sin()
     a, b = x[..., :half], x[..., half:]
     return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+
+
+class Pass:
+    """What one forward pass over a batch shares between its blocks: the new
+    tokens packed one after another (request i's n_i tokens at rows
+    offsets[i]..), each token's request, KV-cache slot and position, and the
+    attention bias (0 where a query may see a key, -inf elsewhere)."""
+
+    def __init__(self, states, new, cos, sin):
+        lengths = [len(t) for t in new]
+        self.batch, self.width = len(states), max(lengths)  # requests, longest new run
+        self.decode = self.width == 1  # every request one token: no padding at all
+        rows, cols, slot_of, position_of, first = [], [], [], [], []
+        for i, (s, n) in enumerate(zip(states, lengths)):
+            rows += [i] * n
+            cols += range(n)
+            slot_of += [s.slot] * n
+            position_of += range(s.position, s.position + n)
+            first.append(s.position)
+        self.tokens = torch.tensor([t for run in new for t in run])
+        positions = torch.tensor(position_of)
+        self.slot_of = torch.tensor(slot_of)
+        self.position_of = positions
+        self.slots = torch.tensor([s.slot for s in states])
+        self.keys = max(f + n for f, n in zip(first, lengths))  # cache length to read
+        self.last = torch.tensor([o - 1 for o in _running_sum(lengths)])  # each request's last token
+        self.rows, self.cols = torch.tensor(rows), torch.tensor(cols)
+        self.cos = cos.index_select(0, positions)[:, None]
+        self.sin = sin.index_select(0, positions)[:, None]
+        # Query (request i, new token j) sits at position first[i] + j and sees
+        # the keys up to it: its request's cache and its own run, causally.
+        # Padded queries (j >= n_i) see finite keys too and are dropped.
+        query = torch.tensor(first)[:, None] + torch.arange(self.width)[None, :]
+        seen = torch.arange(self.keys)[None, None, :] <= query[:, :, None]  # [batch, width, keys]
+        self.bias = torch.zeros(seen.shape).masked_fill_(~seen, float("-inf"))[:, None, None]
+
+    def pad(self, x):
+        """[tokens, ...] -> [batch, width, ...] (padded with zeros)."""
+        if self.decode:
+            return x.unsqueeze(1)
+        out = x.new_zeros((self.batch, self.width) + tuple(x.shape[1:]))
+        out[self.rows, self.cols] = x
+        return out
+
+    def unpad(self, x):
+        """[batch, width, ...] -> [tokens, ...]."""
+        return x.squeeze(1) if self.decode else x[self.rows, self.cols]
+
+
+def _running_sum(values):
+    total, out = 0, []
+    for v in values:
+        total += v
+        out.append(total)
+    return out
 
 
 class Attention(nn.Module):
     def __init__(self):
         super().__init__()
-        self.q = nn.Linear(WIDTH, HEADS * HEAD_DIM, bias=False)
-        self.kv = nn.Linear(WIDTH, 2 * KV_HEADS * HEAD_DIM, bias=False)
-        self.out = nn.Linear(HEADS * HEAD_DIM, WIDTH, bias=False)
+        # Queries, keys and values in one projection (as gpt-fast's wqkv).
+        self.qkv = Dense(WIDTH, (HEADS + 2 * KV_HEADS) * HEAD_DIM)
+        self.out = Dense(HEADS * HEAD_DIM, WIDTH)
 
-    def forward(self, x, positions, caches):
-        """x [batch, seq, width]; positions [batch, seq]; caches: per row a
-        [2] list (keys, values), each [len, kv_heads, head_dim], extended here.
-        Row i attends to its own cache and its new tokens (causally)."""
-        batch, seq, _ = x.shape
-        q = self.q(x).view(batch, seq, HEADS, HEAD_DIM).transpose(1, 2)
-        k, v = self.kv(x).view(batch, seq, 2, KV_HEADS, HEAD_DIM).unbind(2)
-        q = rotary(q, positions)
-        k = rotary(k.transpose(1, 2), positions).transpose(1, 2)
-        for i, cache in enumerate(caches):
-            cache[0] = torch.cat((cache[0], k[i]))
-            cache[1] = torch.cat((cache[1], v[i]))
-        lengths = torch.tensor([c[0].shape[0] for c in caches])
-        keys = nn.utils.rnn.pad_sequence([c[0] for c in caches], batch_first=True)
-        values = nn.utils.rnn.pad_sequence([c[1] for c in caches], batch_first=True)
-        # Grouped-query attention: each key/value head serves HEADS // KV_HEADS query heads.
-        keys = keys.transpose(1, 2).repeat_interleave(HEADS // KV_HEADS, dim=1)
-        values = values.transpose(1, 2).repeat_interleave(HEADS // KV_HEADS, dim=1)
-        scores = q @ keys.transpose(-1, -2) / math.sqrt(HEAD_DIM)  # [batch, heads, seq, len]
-        slot = torch.arange(keys.shape[2])
-        # A key is seen when it is in the row's cache and not after the query's position.
-        seen = (slot[None, None, :] < lengths[:, None, None]) & (
-            slot[None, None, :] <= (lengths[:, None, None] - seq + torch.arange(seq)[None, :, None]))
-        scores = scores.masked_fill(~seen[:, None], float("-inf"))
-        y = torch.softmax(scores, dim=-1) @ values
-        return self.out(y.transpose(1, 2).reshape(batch, seq, WIDTH))
+    def forward(self, x, p, keys, values):
+        """x [tokens, width] (packed, see Pass); keys and values: this block's
+        cache, [slots, kv_heads, capacity, head_dim], extended here with the
+        new tokens' keys and values at their slots and positions."""
+        qkv = self.qkv(x).view(x.shape[0], HEADS + 2 * KV_HEADS, HEAD_DIM)
+        qk = rotary(qkv[:, :HEADS + KV_HEADS], p.cos, p.sin)  # queries and keys rotate alike
+        q, k, v = qk[:, :HEADS], qk[:, HEADS:], qkv[:, HEADS + KV_HEADS:]
+        keys.transpose(1, 2).index_put_((p.slot_of, p.position_of), k)
+        values.transpose(1, 2).index_put_((p.slot_of, p.position_of), v)
+        # Every request's cache up to the longest, [batch, kv_heads, keys, head_dim].
+        k = keys[:, :, :p.keys].index_select(0, p.slots)
+        v = values[:, :, :p.keys].index_select(0, p.slots)
+        # Grouped-query attention without copying keys: query heads
+        # g*G..g*G+G-1 share key/value head g (G = HEADS // KV_HEADS).
+        group = HEADS // KV_HEADS
+        q = p.pad(q).view(p.batch, p.width, KV_HEADS, group, HEAD_DIM).permute(0, 2, 3, 1, 4)
+        q = q.reshape(p.batch, KV_HEADS, group * p.width, HEAD_DIM)
+        scores = (q @ k.transpose(-1, -2)).view(p.batch, KV_HEADS, group, p.width, p.keys)
+        scores = torch.softmax(scores / math.sqrt(HEAD_DIM) + p.bias, dim=-1)
+        y = scores.view(p.batch, KV_HEADS, group * p.width, p.keys) @ v
+        y = y.view(p.batch, KV_HEADS, group, p.width, HEAD_DIM).permute(0, 3, 1, 2, 4)
+        return self.out(p.unpad(y.reshape(p.batch, p.width, WIDTH)))
 
 
 class Block(nn.Module):
@@ -154,28 +226,64 @@ class Block(nn.Module):
         self.attention_norm = RMSNorm(WIDTH)
         self.attention = Attention()
         self.mlp_norm = RMSNorm(WIDTH)
-        self.gate_up = nn.Linear(WIDTH, 2 * HIDDEN, bias=False)
-        self.down = nn.Linear(HIDDEN, WIDTH, bias=False)
+        self.gate_up = Dense(WIDTH, 2 * HIDDEN)
+        self.down = Dense(HIDDEN, WIDTH)
 
-    def forward(self, x, positions, caches):
-        x = x + self.attention(self.attention_norm(x), positions, caches)
+    def forward(self, x, p, keys, values):
+        x = x + self.attention(self.attention_norm(x), p, keys, values)
         gate, up = self.gate_up(self.mlp_norm(x)).chunk(2, dim=-1)
         return x + self.down(F.silu(gate) * up)
 
 
-class Request:
-    """One request's state: its KV cache per block, its next logits, its sampler."""
+class KvCache:
+    """The KV caches of one model object's requests: per block, keys and
+    values of every slot, [blocks, slots, kv_heads, capacity, head_dim] each,
+    so one step reads and writes every request's cache with one indexed
+    operation per block. A request holds a slot from start until its state
+    is released (finished, failed, cancelled: the server drops it). Grows by
+    doubling when every slot is taken. Used by one thread at a time (the
+    interpreter's)."""
 
-    def __init__(self, ids, max_tokens, temperature, seed):
-        self.prompt = ids  # until the step that prefills it
-        self.prompt_tokens = len(ids)
-        self.caches = [[torch.zeros(0, KV_HEADS, HEAD_DIM), torch.zeros(0, KV_HEADS, HEAD_DIM)]
-                       for _ in range(BLOCKS)]
+    def __init__(self):
+        self.keys = self.values = None
+        self.free = []
+
+    def __getstate__(self):  # packaged empty: the caches belong to a running model
+        return {}
+
+    def __setstate__(self, state):
+        self.__init__()
+
+    def take(self):
+        if not self.free:
+            slots = 0 if self.keys is None else self.keys.shape[1]
+            grown = max(16, 2 * slots)
+            with torch.inference_mode():
+                shape = (BLOCKS, grown - slots, KV_HEADS, CAPACITY, HEAD_DIM)
+                more = [torch.zeros(shape), torch.zeros(shape)]
+                if self.keys is not None:
+                    more = [torch.cat((self.keys, more[0]), 1), torch.cat((self.values, more[1]), 1)]
+            self.keys, self.values = more
+            self.free = list(range(grown - 1, slots - 1, -1))
+        return self.free.pop()
+
+    def give_back(self, slot):
+        self.free.append(slot)
+
+
+class Request:
+    """One request's state: its prompt (until the step that prefills it),
+    its KV-cache slot and position, its next logits, its sampler."""
+
+    def __init__(self, ids, max_tokens, temperature, seed, cache):
+        self.prompt = ids
+        self.prompt_tokens = torch.tensor([len(ids)])
+        self.slot = cache.take()
+        weakref.finalize(self, cache.give_back, self.slot)
         self.position = 0
-        self.logits = None
         self.left = max_tokens
         self.temperature = temperature
-        self.sampler = torch.Generator().manual_seed(seed)
+        self.sampler = random.Random(seed)  # one uniform draw per token
 
 
 class LlamaDecoder(nn.Module):
@@ -184,24 +292,34 @@ class LlamaDecoder(nn.Module):
     def __init__(self):
         super().__init__()
         self.embed = nn.Embedding(VOCAB, WIDTH)
+        # Llama's (and GPT-2's) scale: with nn.Embedding's N(0, 1) the tied head
+        # would see each token's own embedding through the residual and repeat
+        # the last token forever; at 0.02 the blocks' output decides the text.
+        nn.init.normal_(self.embed.weight, std=0.02)
         self.blocks = nn.ModuleList(Block() for _ in range(BLOCKS))
         self.norm = RMSNorm(WIDTH)
         mask = torch.full((VOCAB,), float("-inf"))
         mask[PRINTABLE[0]:PRINTABLE[1] + 1] = 0
         self.register_buffer("printable", mask)
+        angle = torch.arange(CAPACITY, dtype=torch.float32)[:, None] * (
+            10000.0 ** (-torch.arange(HEAD_DIM // 2, dtype=torch.float32) / (HEAD_DIM // 2)))
+        self.register_buffer("cos", angle.cos(), persistent=False)
+        self.register_buffer("sin", angle.sin(), persistent=False)
+        self.one = torch.tensor([1])  # every response's COMPLETION_TOKENS
+        self.cache = KvCache()
 
-    def _advance(self, tokens, states):
-        """Runs tokens [batch, seq] (row i continues states[i]) through the
-        model; each state's logits become those after its last token."""
-        seq = tokens.shape[1]
-        positions = torch.tensor([[s.position + j for j in range(seq)] for s in states])
-        x = self.embed(tokens)
-        for b, block in enumerate(self.blocks):
-            x = block(x, positions, [s.caches[b] for s in states])
-        logits = self.norm(x[:, -1]) @ self.embed.weight.t()  # the head is tied to the embedding
-        for i, s in enumerate(states):
-            s.position += seq
-            s.logits = logits[i]
+    def _advance(self, states, new):
+        """One forward pass: new[i] (token ids) continue states[i]; returns
+        the logits after each request's last new token, [batch, vocab]."""
+        with torch.inference_mode():
+            p = Pass(states, new, self.cos, self.sin)
+            x = self.embed(p.tokens)
+            for b, block in enumerate(self.blocks):
+                x = block(x, p, self.cache.keys[b], self.cache.values[b])
+            for s, run in zip(states, new):
+                s.position += len(run)
+            # The head is tied to the embedding.
+            return self.norm(x.index_select(0, p.last)) @ self.embed.weight.t()
 
     def start(self, prompt, messages, max_tokens, temperature, seed):
         ids = list(_prompt(prompt, messages)) or [ord(" ")]
@@ -213,45 +331,36 @@ class LlamaDecoder(nn.Module):
             raise ValueError(f"MAX_TOKENS: {count} is more than {MAX_TOKENS}")
         seed = int(seed.reshape(-1)[0])
         return Request(ids, count, float(temperature.reshape(-1)[0]),
-                       seed if seed >= 0 else _seed(ids))
+                       seed if seed >= 0 else _seed(ids), self.cache)
 
-    def _prefill(self, states):
-        """The prompts of the states that joined since the last step, in one
-        forward pass per prompt length (prefill and decode in one iteration,
-        as ORCA does): many requests joining at once cost about one."""
-        by_length = {}
-        for s in states:
-            if s.prompt is not None:
-                by_length.setdefault(len(s.prompt), []).append(s)
-        for group in by_length.values():
-            self._advance(torch.tensor([s.prompt for s in group]), group)
-            for s in group:
-                s.prompt = None
-
-    def _sample(self, states):
-        """One token per state: greedy at temperature 0, else drawn with the
-        state's own generator (so a request's text does not depend on its batch)."""
+    def _sample(self, states, logits):
+        """One token per state: greedy at temperature 0, else drawn from the
+        softmax at its temperature by inverting its distribution at a uniform
+        from the state's own sampler (so a request's text does not depend on
+        its batch); all rows at once."""
+        logits = logits + self.printable
         temperatures = torch.tensor([max(s.temperature, 1e-6) for s in states])
-        logits = torch.stack([s.logits for s in states]) + self.printable
-        probs = torch.softmax(logits / temperatures[:, None], -1)
-        return [int(logits[i].argmax()) if s.temperature <= 0
-                else int(torch.multinomial(probs[i], 1, generator=s.sampler))
-                for i, s in enumerate(states)]
+        cdf = torch.softmax(logits / temperatures[:, None], -1).cumsum(-1)
+        uniform = torch.tensor([s.sampler.random() for s in states]) * cdf[:, -1]
+        drawn = torch.searchsorted(cdf, uniform[:, None], right=True)[:, 0].clamp_(max=VOCAB - 1)
+        greedy = torch.tensor([s.temperature <= 0 for s in states])
+        return torch.where(greedy, logits.argmax(-1), drawn).tolist()
 
     def step(self, states):
-        self._prefill(states)
-        tokens = self._sample(states)
+        """Prefill and decode in one forward pass (ORCA's iteration-level
+        batching, chunked-prefill style): the requests that joined since the
+        last step bring their whole prompt, the others their last token; then
+        one token is sampled for every request."""
+        new = [s.prompt if s.prompt is not None else [s.token] for s in states]
+        tokens = self._sample(states, self._advance(states, new))
         responses, finished = [], []
         for s, t in zip(states, tokens):
+            s.prompt, s.token = None, t
             s.left -= 1
             done = s.left <= 0
             responses.append({"TEXT": [bytes([t])], "FINISH_REASON": [b"length" if done else b""],
-                              "COMPLETION_TOKENS": torch.tensor([1]),
-                              "PROMPT_TOKENS": torch.tensor([s.prompt_tokens])})
+                              "COMPLETION_TOKENS": self.one, "PROMPT_TOKENS": s.prompt_tokens})
             finished.append(done)
-        going = [i for i, done in enumerate(finished) if not done]
-        if going:
-            self._advance(torch.tensor([[tokens[i]] for i in going]), [states[i] for i in going])
         return responses, finished
 
     def forward(self, prompt, messages, max_tokens, temperature, seed):

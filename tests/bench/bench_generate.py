@@ -9,14 +9,27 @@ each stream its own generator). Over gRPC streaming (ModelStreamInfer), at
 and round: tokens/s, time to first token (p50), per-token latency (the gap
 between two tokens of a stream, p99), and every stream checked against the
 text the same prompt and seed give alone (a lost, extra or reordered piece
-fails it). Targets, from the per-round ratios (paired_rounds.py): tokens/s
-at 16 streams batched >= 4x unbatched; batched time to first token p50 at 16
-streams <= 2x at 1 stream; 0 streams lost or reordered.
+fails it). Beside them, in the same rounds, `batched_openai`: the batched
+model's same streams through POST /v1/completions (server-sent events;
+through the official `openai` client where it is installed, as in the
+Debian 13 root, else plain HTTP), to show the OpenAI route's own cost
+against the gRPC figures. Targets, from the per-round ratios
+(paired_rounds.py): tokens/s at 16 streams batched >= 4x unbatched; batched
+time to first token p50 at 16 streams <= 2x at 1 stream; 0 streams lost or
+reordered (on every side, the route's included). And `batched_cpp` /
+`unbatched_cpp`: the same models over gRPC from the C++ load generator
+(manypy-perf --streaming, one thread per stream, every stream the same
+prompt, its text not checked), whose client costs a fraction of the Python
+client's CPU per response: the two clients share the server's 2 cores, so
+the difference is the Python client's share; the ratios are judged for
+both clients.
 
     /usr/bin/python3 tests/bench/bench_generate.py --build build \\
         --out bench-results/generate.json [--quick]
 """
 import argparse
+import http.client
+import json
 import os
 import statistics
 import sys
@@ -31,10 +44,19 @@ sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python"),
 
 import numpy as np  # noqa: E402
 
-from bench_common import start_manypy  # noqa: E402
+from bench_common import perf_window, start_manypy  # noqa: E402
 from paired_rounds import bootstrap_interval, verdict, write_verdicts  # noqa: E402
 
-SIDES = ("batched", "unbatched")
+SIDES = ("batched", "unbatched")  # the two packagings, over gRPC
+ROUTE = "batched_openai"  # the batched model through /v1/completions
+CPP = {"batched_cpp": "batched", "unbatched_cpp": "unbatched"}  # manypy-perf's sides
+CPP_PROMPT, CPP_SEED = "prompt 3", 3
+TEMPERATURE = 0.8
+
+try:
+    import openai
+except ImportError:  # Debian 12: plain HTTP instead
+    openai = None
 THROUGHPUT_TARGET, TTFT_TARGET = 4.0, 2.0
 
 
@@ -43,7 +65,7 @@ def percentile(values, p):
     return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
 
 
-def package(folder):
+def package(folder, batched_instances=0):
     import manypy.package
     import llama_decoder
     for side in SIDES:
@@ -51,14 +73,16 @@ def package(folder):
         model.continuous_batching = 16 if side == "batched" else 0  # pickled with the model
         manypy.package.export(model, os.path.join(folder, f"{side}.mpk"), name=side,
                               example_inputs=llama_decoder.example_inputs(),
-                              modules=[llama_decoder], **llama_decoder.SIGNATURE)
+                              modules=[llama_decoder], openai=llama_decoder.OPENAI,
+                              instance_count=batched_instances if side == "batched" else 0,
+                              **llama_decoder.SIGNATURE)
 
 
 def request(prompt, tokens, seed):
     return {"PROMPT": np.array([prompt.encode()], dtype=object),
             "MESSAGES": np.array([b""], dtype=object),
             "MAX_TOKENS": np.array([tokens], dtype=np.int64),
-            "TEMPERATURE": np.array([0.8], dtype=np.float32),
+            "TEMPERATURE": np.array([TEMPERATURE], dtype=np.float32),
             "SEED": np.array([seed], dtype=np.int64)}
 
 
@@ -78,8 +102,82 @@ def one_stream(client, model, prompt, tokens, seed):
     return b"".join(text), first, gaps, reasons
 
 
-def run_side(clients, model, concurrency, streams, tokens, reference):
-    """`streams` streams over `concurrency` clients; the side's figures."""
+def route_stream(target, model, prompt, tokens, seed):
+    """one_stream's figures through POST /v1/completions: `target` is an
+    openai.OpenAI client, or "host:port" for plain HTTP. A piece is a chunk's
+    text; the reasons are "" per piece and the final chunk's finish_reason
+    in place of the last one's (the route sends it in a chunk of its own)."""
+    body = {"model": model, "prompt": prompt, "max_tokens": tokens, "temperature": TEMPERATURE,
+            "seed": seed, "stream": True}
+    start = time.perf_counter()
+    last, first, gaps, text, finish = start, None, [], [], None
+
+    def piece(chunk_text, reason):
+        nonlocal last, first, finish
+        if reason:
+            finish = reason.encode()
+        if not chunk_text:
+            return
+        now = time.perf_counter()
+        if first is None:
+            first = now - start
+        else:
+            gaps.append(now - last)
+        last = now
+        text.append(chunk_text.encode())
+
+    if not isinstance(target, str):
+        for chunk in target.completions.create(**body):
+            piece(chunk.choices[0].text, chunk.choices[0].finish_reason)
+    else:
+        host, port = target.split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=120)
+        conn.request("POST", "/v1/completions", json.dumps(body),
+                     {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        if response.status != 200:
+            raise SystemExit(f"/v1/completions answered {response.status}: {response.read()!r}")
+        for line in response:
+            if line.startswith(b"data: {"):
+                choice = json.loads(line[6:])["choices"][0]
+                piece(choice["text"], choice["finish_reason"])
+        conn.close()
+    reasons = [b""] * (len(text) - 1) + [finish or b""] if text else [finish or b""]
+    return b"".join(text), first, gaps, reasons
+
+
+def perf_inputs(folder, tokens):
+    """manypy-perf --input flags: raw little-endian files (BYTES: a 4-byte
+    length before each element) for one request of `tokens` tokens."""
+    def text(value):
+        return len(value).to_bytes(4, "little") + value
+    files = {"PROMPT": text(CPP_PROMPT.encode()), "MESSAGES": text(b""),
+             "MAX_TOKENS": np.array([tokens], dtype="<i8").tobytes(),
+             "TEMPERATURE": np.array([TEMPERATURE], dtype="<f4").tobytes(),
+             "SEED": np.array([CPP_SEED], dtype="<i8").tobytes()}
+    flags = []
+    for name, data in files.items():
+        path = os.path.join(folder, f"{name}.bin")
+        with open(path, "wb") as f:
+            f.write(data)
+        flags += ["--input", f"{name}={path}"]
+    return flags
+
+
+def perf_side(perf, port, model, concurrency, seconds, inputs):
+    """One manypy-perf --streaming window over gRPC: tokens/s and time to first
+    token p50 (no per-token gaps: it times the first response only)."""
+    record = perf_window(perf, port, model, concurrency, seconds, warmup=0.5,
+                         extra=["--streaming", *inputs])
+    return {"tokens_per_s": record["responses_per_s"],
+            "ttft_p50_ms": record["first_response_p50_ms"], "token_p99_ms": None,
+            "streams": record["requests"], "lost_or_reordered": None,
+            "seconds": record["seconds"]}
+
+
+def run_side(streamer, concurrency, streams, tokens, reference):
+    """`streams` streams over `concurrency` workers (worker i streams with
+    streamer(i, prompt, tokens, seed)); the side's figures."""
     todo = list(range(streams))
     lock = threading.Lock()
     firsts, gaps, wrong, count = [], [], [], [0]
@@ -91,7 +189,7 @@ def run_side(clients, model, concurrency, streams, tokens, reference):
                     return
                 n = todo.pop()
             prompt, seed = f"prompt {n % 8}", n % 8
-            text, first, between, reasons = one_stream(clients[i], model, prompt, tokens, seed)
+            text, first, between, reasons = streamer(i, prompt, tokens, seed)
             ok = (text == reference[(prompt, seed)] and reasons[-1] == b"length"
                   and all(r == b"" for r in reasons[:-1]))
             with lock:
@@ -117,21 +215,29 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build", default="build")
     p.add_argument("--out", default="bench-results/generate.json")
-    p.add_argument("--rounds", type=int, default=6)
+    p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--tokens", type=int, default=32)
     p.add_argument("--streams-per-client", type=int, default=4)
     p.add_argument("--interpreters", type=int, default=2)
+    p.add_argument("--batched-instances", type=int, default=0,
+                   help="running batches of the batched model (its instance_count; 0: one per "
+                        "interpreter)")
+    p.add_argument("--perf-seconds", type=float, default=1.5,
+                   help="the measurement window of each manypy-perf side")
     p.add_argument("--quick", action="store_true", help="2 rounds of short streams: a smoke run")
     args = p.parse_args()
     if args.quick:
-        args.rounds, args.tokens, args.streams_per_client = 2, 8, 1
+        args.rounds, args.tokens, args.streams_per_client, args.perf_seconds = 2, 8, 1, 0.5
     sys.path.insert(0, os.path.join(args.build, "python"))
     from manypy.client import InferenceClient
     binary = os.path.join(args.build, "bin", "manypy-server")
-    result = {"interpreters": args.interpreters, "cpus": os.cpu_count(), "tokens": args.tokens,
-              "quick": args.quick, "protocol": "grpc"}
+    perf = os.path.join(args.build, "bin", "manypy-perf")
+    result = {"interpreters": args.interpreters, "batched_instances": args.batched_instances, "cpus": os.cpu_count(), "tokens": args.tokens,
+              "quick": args.quick, "protocol": "grpc",
+              "route_client": f"openai {openai.__version__}" if openai else "plain HTTP",
+              "load_average_start": list(os.getloadavg())}
     with tempfile.TemporaryDirectory(prefix="manypy-bench-generate-") as folder:
-        package(folder)
+        package(folder, args.batched_instances)
         proc, ports = start_manypy(binary, folder, list(SIDES), args.interpreters)
         try:
             address = f"127.0.0.1:{ports['grpc']}"
@@ -143,34 +249,60 @@ def main():
                 if one_stream(alone, "batched", *key[:1], args.tokens, n)[0] != reference[key]:
                     raise SystemExit(f"{key}: the batched model's text alone differs")
             alone.close()
+            http_address = f"127.0.0.1:{ports['http']}"
+            inputs = perf_inputs(folder, args.tokens)
             levels = {}
             for concurrency in (1, 4, 16):
                 clients = [InferenceClient(address, timeout=120) for _ in range(concurrency)]
+                routes = [openai.OpenAI(base_url=f"http://{http_address}/v1", api_key="unused",
+                                        max_retries=0, timeout=120) if openai else http_address
+                          for _ in range(concurrency)]
+                streamers = {
+                    side: (lambda side: lambda i, *a: one_stream(clients[i], side, *a))(side)
+                    for side in SIDES}
+                streamers[ROUTE] = lambda i, *a: route_stream(routes[i], "batched", *a)
+                everyone = SIDES + (ROUTE,) + tuple(CPP)
                 streams = concurrency * args.streams_per_client
                 rounds = []
                 for r in range(args.rounds):
-                    order = SIDES if r % 2 == 0 else SIDES[::-1]
-                    measured = {side: run_side(clients, side, concurrency, streams, args.tokens,
-                                               reference) for side in order}
+                    order = everyone if r % 2 == 0 else everyone[::-1]
+                    measured = {
+                        side: perf_side(perf, ports["grpc"], CPP[side], concurrency,
+                                        args.perf_seconds, inputs) if side in CPP
+                        else run_side(streamers[side], concurrency, streams, args.tokens, reference)
+                        for side in order}
                     rounds.append(measured)
                     print(f"[generate] c={concurrency} round {r + 1}: " + "; ".join(
-                        f"{s} {m['tokens_per_s']:.0f} tokens/s, TTFT p50 {m['ttft_p50_ms']:.1f} ms, "
-                        f"token p99 {m['token_p99_ms']:.1f} ms, lost {m['lost_or_reordered']}"
+                        f"{s} {m['tokens_per_s']:.0f} tokens/s, TTFT p50 {m['ttft_p50_ms']:.1f} ms"
+                        + ("" if s in CPP else f", token p99 {m['token_p99_ms']:.1f} ms, "
+                                              f"lost {m['lost_or_reordered']}")
                         for s, m in measured.items()), file=sys.stderr)
                 for c in clients:
                     c.close()
+                for c in routes:
+                    if not isinstance(c, str):
+                        c.close()
                 entry = {"rounds": rounds}
-                for side in SIDES:
+                for side in everyone:
                     for figure in ("tokens_per_s", "ttft_p50_ms", "token_p99_ms"):
                         values = [m[side][figure] for m in rounds]
+                        if values[0] is None:
+                            continue
                         entry[f"{side}_{figure}"] = statistics.median(values)
                         entry[f"{side}_{figure}_interval"] = list(bootstrap_interval(values))
+                # The route's own cost: its figures over the gRPC ones, per round.
+                for figure in ("tokens_per_s", "ttft_p50_ms"):
+                    ratios = [m[ROUTE][figure] / m["batched"][figure] for m in rounds]
+                    entry[f"route_over_grpc_{figure}"] = statistics.median(ratios)
+                    entry[f"route_over_grpc_{figure}_interval"] = list(bootstrap_interval(ratios))
                 levels[concurrency] = entry
             result["levels"] = {str(c): e for c, e in levels.items()}
         finally:
             proc.terminate()
             proc.wait()
-    lost = sum(m[s]["lost_or_reordered"] for e in levels.values() for m in e["rounds"] for s in SIDES)
+    result["load_average_end"] = list(os.getloadavg())
+    lost = sum(m[s]["lost_or_reordered"] for e in levels.values() for m in e["rounds"]
+               for s in SIDES + (ROUTE,))
     throughput = verdict([m["batched"]["tokens_per_s"] / m["unbatched"]["tokens_per_s"]
                           for m in levels[16]["rounds"]], THROUGHPUT_TARGET, True)
     ttft = verdict([a["batched"]["ttft_p50_ms"] / b["batched"]["ttft_p50_ms"]
@@ -180,7 +312,16 @@ def main():
     lost_row = {"model": "llama_decoder", "ratio": "streams lost or reordered", "median": lost,
                 "target": 0, "higher_is_better": False, "rounds": args.rounds,
                 "verdict": "holds" if lost == 0 else "misses"}
-    result["targets"] = [throughput, ttft, lost_row]
+    throughput_cpp = verdict([m["batched_cpp"]["tokens_per_s"] / m["unbatched_cpp"]["tokens_per_s"]
+                              for m in levels[16]["rounds"]], THROUGHPUT_TARGET, True)
+    ttft_cpp = verdict([a["batched_cpp"]["ttft_p50_ms"] / b["batched_cpp"]["ttft_p50_ms"]
+                        for a, b in zip(levels[16]["rounds"], levels[1]["rounds"])], TTFT_TARGET,
+                       False)
+    throughput_cpp.update(model="llama_decoder, C++ client (manypy-perf)",
+                          ratio="tokens/s at 16 streams, batched / unbatched")
+    ttft_cpp.update(model="llama_decoder, C++ client (manypy-perf)",
+                    ratio="TTFT p50 batched, 16 streams / 1 stream")
+    result["targets"] = [throughput, ttft, lost_row, throughput_cpp, ttft_cpp]
     missed = write_verdicts(result, args.out)
     if args.quick:  # a smoke run judges only what cannot be noise
         return 1 if lost else 0

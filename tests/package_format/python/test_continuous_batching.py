@@ -116,6 +116,40 @@ class LlamaDecoderTest(unittest.TestCase):
         self.assertEqual(texts, alone)
         self.assertTrue(all(len(t) == 12 and t.isascii() for t in texts))
 
+    def test_greedy_requests_joining_mid_batch_get_the_text_they_get_alone(self):
+        """Temperature 0 (greedy), prompts of different lengths joining at
+        different steps: a joiner's prompt is prefilled in the same forward
+        pass as the others' next token, and every text equals its own alone;
+        each request's KV-cache slot is free again once its state is gone."""
+        import gc
+        import llama_decoder as L
+        model = L.build()
+
+        def inputs(prompt, tokens):
+            return ([prompt], [b""], torch.tensor([tokens]), torch.tensor([0.0]), torch.tensor([5]))
+        # (prompt, tokens, the step it joins at)
+        plan = [(b"Once upon a time", 10, 0), (b"hi", 6, 0), (b"The quick brown fox", 9, 3),
+                (b"x", 4, 3), (b"a longer prompt that joins late", 5, 7)]
+        with torch.inference_mode():
+            alone = [b"".join(r["TEXT"][0] for r in model(*inputs(p, n))) for p, n, _ in plan]
+            states, texts, live, at = {}, [b""] * len(plan), [], 0
+            while at == 0 or live:
+                for i, (p, n, join) in enumerate(plan):
+                    if join == at:
+                        states[i] = model.start(*inputs(p, n))
+                        live.append(i)
+                responses, finished = model.step([states[i] for i in live])
+                for i, r in zip(live, responses):
+                    texts[i] += r["TEXT"][0]
+                live = [i for i, f in zip(live, finished) if not f]
+                at += 1
+        self.assertEqual(texts, alone)
+        self.assertEqual([len(t) for t in texts], [n for _, n, _ in plan])
+        states.clear()
+        gc.collect()
+        cache = model.cache
+        self.assertEqual(sorted(cache.free), list(range(cache.keys.shape[1])))
+
 
 if __name__ == "__main__":
     unittest.main()
