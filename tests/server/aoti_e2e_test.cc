@@ -7,7 +7,7 @@
 // compiled under another PyTorch runs on every release (Debian 12's server has
 // no AOTInductor loader and says so); the rest needs PyTorch >= 2.6.
 #include <atomic>
-#include <filesystem>
+#include <iostream>
 #include <map>
 #include <thread>
 
