@@ -35,6 +35,9 @@ using Runner = torch::inductor::AOTIModelContainerRunnerCpu;
 struct AotiModel::Impl {
   std::unique_ptr<PackageArchive> archive;
   std::unique_ptr<Runner> runner;  // thread-safe: its container hands each call a free model
+  // The compiled shared object's size: what the load mapped, the weights
+  // included, once for every model of the container (Memory()).
+  int64_t so_bytes = 0;
 };
 
 namespace {
@@ -133,9 +136,12 @@ StatusOr<std::unique_ptr<AotiModel>> AotiModel::Load(std::unique_ptr<PackageArch
   auto runner = MakeRunner(*archive, *package, concurrent_calls > 0 ? concurrent_calls : 1);
   if (!runner.ok()) return runner.status();
   impl->runner = std::move(*runner);
+  impl->so_bytes = static_cast<int64_t>(package->so_size);
   impl->archive = std::move(archive);
   return std::unique_ptr<AotiModel>(new AotiModel(std::move(impl)));
 }
+
+MemoryFootprint AotiModel::Memory() const { return {impl_->so_bytes, {}}; }
 
 StatusOr<std::vector<Value>> AotiModel::Run(size_t slot, const std::vector<Value>& inputs,
                                             InterruptHook* hook) {

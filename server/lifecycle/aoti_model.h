@@ -47,6 +47,11 @@ class AotiModel final : public Executable {
                                                  InterruptHook* hook,
                                                  std::string* error_type) override;
   bool interruptible() const override { return false; }
+  /// The compiled shared object's size, as shared bytes: its code and
+  /// constants (the weights, prepacked or not) are mapped once for all the
+  /// container's models. What the kernels allocate during a call is not
+  /// counted (as for TorchScript, which counts nothing).
+  MemoryFootprint Memory() const override;
 
  private:
   struct Impl;  // keeps libtorch's AOTInductor headers out of this header

@@ -32,6 +32,8 @@ const Manifest& AotiModel::manifest() const {
   return none;
 }
 
+MemoryFootprint AotiModel::Memory() const { return {}; }
+
 StatusOr<std::vector<Value>> AotiModel::Run(size_t, const std::vector<Value>&, InterruptHook*) {
   return FailedPrecondition("the torch_aoti platform is not built in this server");
 }

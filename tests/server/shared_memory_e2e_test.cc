@@ -5,10 +5,6 @@
 // small for the output, the extension off, a connection not from this host,
 // CUDA shared memory) answered with its reason and counted once; a region
 // unregistered mid-request; a view the model keeps past its request.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
@@ -18,55 +14,15 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/test_util/client_shm_region.h"
 #include "tests/test_util/http_client.h"
 #include "tests/test_util/server_fixture.h"
 
 namespace manypy {
 namespace {
 
-// A POSIX shared-memory object the test makes, maps and removes (as a
-// client's tritonclient.utils.shared_memory would).
-class ClientRegion {
- public:
-  explicit ClientRegion(const std::string& tag, size_t size)
-      : key_("/manypy_test_" + std::to_string(getpid()) + "_" + tag), size_(size) {
-    int fd = shm_open(key_.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600);
-    EXPECT_GE(fd, 0) << key_;
-    EXPECT_EQ(ftruncate(fd, static_cast<off_t>(size)), 0);
-    data_ = static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-    close(fd);
-    EXPECT_NE(data_, MAP_FAILED);
-    memset(data_, 0, size);
-  }
-  ~ClientRegion() {
-    munmap(data_, size_);
-    shm_unlink(key_.c_str());
-  }
-  const std::string& key() const { return key_; }
-  char* data() const { return data_; }
-  template <typename T>
-  void Write(size_t offset, const std::vector<T>& values) const {
-    memcpy(data_ + offset, values.data(), values.size() * sizeof(T));
-  }
-  template <typename T>
-  std::vector<T> Read(size_t offset, size_t n) const {
-    std::vector<T> v(n);
-    memcpy(v.data(), data_ + offset, n * sizeof(T));
-    return v;
-  }
-
- private:
-  std::string key_;
-  size_t size_;
-  char* data_;
-};
-
-void SetRegion(google::protobuf::Map<std::string, inference::InferParameter>* params,
-               const std::string& region, int64_t byte_size, int64_t offset = -1) {
-  (*params)["shared_memory_region"].set_string_param(region);
-  (*params)["shared_memory_byte_size"].set_int64_param(byte_size);
-  if (offset >= 0) (*params)["shared_memory_offset"].set_int64_param(offset);
-}
+using testing::ClientRegion;
+using testing::SetRegion;
 
 // two_io with both inputs in region "in" (A at 0, B at 16) and both outputs
 // in region "out" (SUM at 0, PRODUCT at 16).

@@ -2,7 +2,7 @@
 // AOTInductor archive compiled by make_server_test_models.py: loaded as the
 // model manager loads it (LoadArchive, no interpreter pool: one model in its
 // container), called at every batch size its batch dimension was compiled for
-// and from concurrent threads; ReadAotiPackage on its .pt2.
+// and from concurrent threads; what it holds; ReadAotiPackage on its .pt2.
 // Built only where libtorch has AOTInductor's package loader (PyTorch >= 2.6).
 #include "server/lifecycle/aoti_model.h"
 
@@ -81,6 +81,24 @@ TEST(AotiModelTest, ConcurrentCallsAnswerAsEagerWithAModelEachOrWaitingForOne) {
     }
     for (auto& t : threads) t.join();
     EXPECT_EQ(failures.load(), 0) << models << " model(s)";
+  }
+}
+
+// What a load holds is its shared object, once however many models its
+// container has (they share its constants): no per-slot part.
+TEST(AotiModelTest, ItsMemoryIsItsSharedObjectOnceForEveryModel) {
+  auto archive = PackageArchive::Open(kArchive);
+  ASSERT_TRUE(archive.ok()) << archive.status().ToString();
+  auto package = ReadAotiPackage(**archive, "model/model.pt2");
+  ASSERT_TRUE(package.ok()) << package.status().ToString();
+  for (size_t models : {1u, 4u}) {
+    auto reopened = PackageArchive::Open(kArchive);
+    ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+    auto model = AotiModel::Load(std::move(*reopened), models);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    MemoryFootprint memory = (*model)->Memory();
+    EXPECT_EQ(memory.shared_bytes, static_cast<int64_t>(package->so_size)) << models;
+    EXPECT_TRUE(memory.per_slot_bytes.empty()) << models;
   }
 }
 

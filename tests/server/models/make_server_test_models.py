@@ -23,6 +23,7 @@ AOTInductor archives in aoti/ (PyTorch >= 2.6) and aoti_refused/
 """
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -223,7 +224,11 @@ def export_aoti_models(out):
     """aoti/ (PyTorch >= 2.6 only: AOTInductor compiles there): double_sum_aoti,
     DoubleAndSum compiled ahead of time (platform torch_aoti), batched
     dynamically up to 16; calls_aoti, a Python model that calls it
-    (composition_models.py). aoti_refused/ (every PyTorch):
+    (composition_models.py); beside them, for the cases that need another
+    model in the same repository, slow (a copy of ./slow.mpk: it holds an
+    interpreter while AOTI requests queue) and linear_1mib, a Python
+    nn.Linear(512, 512) with 1 MiB of seeded weights (what a memory budget
+    evicts for, or evicts). aoti_refused/ (every PyTorch):
     compiled_by_2_5_1, a torch_aoti archive whose manifest says PyTorch 2.5.1,
     which every server here refuses for its version before reading its
     package (its bytes are not one); and on 2.6 not_a_package, the same
@@ -259,6 +264,13 @@ def export_aoti_models(out):
     manypy.package.export(composition_models.CallsAoti(), os.path.join(folder, "calls_aoti.mpk"),
                           name="calls_aoti", inputs=[("X", "FP32", [-1, 3])],
                           outputs=[("SUM", "FP32", [-1, 1])])
+    shutil.copyfile(os.path.join(out, "slow.mpk"), os.path.join(folder, "slow.mpk"))
+    linear = torch.nn.Linear(512, 512, bias=False)
+    with torch.no_grad():  # random: the archive does not compress below 1 MiB
+        linear.weight.copy_(torch.randn(512, 512, generator=torch.Generator().manual_seed(41)))
+    manypy.package.export(linear.eval(), os.path.join(folder, "linear_1mib.mpk"), name="linear_1mib",
+                          inputs=[("INPUT__0", "FP32", [512])], outputs=[("OUTPUT__0", "FP32", [512])],
+                          example_inputs=(torch.ones(1, 512),), max_batch_size=8)
 
 
 def export_corner_cases(out):
@@ -349,7 +361,7 @@ def main():
           f"openai/{{byte_writer,one_shot,embedder}}, "
           f"faults/{{wrong_output,exits,fails_to_load}}, swap/scaled_v{{1,2}}, "
           f"torch_versions/two_io_torch{{1_13,2_6}}, corner_cases/{{configured_affine,named_table}}, "
-          f"aoti/{{double_sum_aoti,calls_aoti}} (PyTorch >= 2.6), aoti_refused/ "
+          f"aoti/{{double_sum_aoti,calls_aoti,slow,linear_1mib}} (PyTorch >= 2.6), aoti_refused/ "
           f"to {out}")
 
 
