@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "tests/test_util/http_client.h"
+#include "tests/test_util/process_tree.h"
 #include "tests/test_util/scaled_clients.h"
 #include "tests/test_util/server_fixture.h"
 
@@ -29,34 +30,15 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+using testing::ChildOf;
+using testing::ReadWholeFile;
+using testing::Running;
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-/// The only child of `pid` (the serving process of a supervisor), or -1.
-pid_t ChildOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  pid_t child = -1;
-  in >> child;
-  return in ? child : -1;
-}
-
-/// Whether `pid` still runs (not gone, not a zombie).
-bool Running(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
-}
 
 class CrashTest : public ServerTest {
  protected:
@@ -87,7 +69,7 @@ class CrashTest : public ServerTest {
     StartServer(std::move(args));
     return Seconds(Clock::now() - start);
   }
-  std::string Log() { return ReadFile(dir_ / "server.log"); }
+  std::string Log() { return ReadWholeFile(dir_ / "server.log"); }
 
   int HttpStatus(const std::string& method, const std::string& target, std::string* body = nullptr,
                  const std::string& request = "") {

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "tests/test_util/http_client.h"
+#include "tests/test_util/process_tree.h"
 #include "tests/test_util/scaled_clients.h"
 #include "tests/test_util/server_fixture.h"
 
@@ -28,6 +29,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+using testing::ChildOf;
+using testing::ReadWholeFile;
+using testing::Running;
 
 // The launcher's own memory, anonymous (heap, stacks, data): it was 63 MiB
 // when the parent was the serving binary itself (libtorch's, gRPC's and
@@ -39,13 +43,6 @@ const char* const kHeavyLibraries[] = {"libtorch", "libc10", "libpython", "libgr
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // stdout (and stderr) of `command` and its exit status.
@@ -61,24 +58,11 @@ std::string RunCommand(const std::string& command, int* status) {
 
 // A field of /proc/PID/status in MiB ("RssAnon", "VmRSS"); -1 when absent.
 double StatusMiB(pid_t pid, const std::string& field) {
-  std::istringstream lines(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  std::istringstream lines(ReadWholeFile("/proc/" + std::to_string(pid) + "/status"));
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024;
   }
   return -1;
-}
-
-pid_t ChildOf(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-  pid_t child = -1;
-  in >> child;
-  return in ? child : -1;
-}
-
-bool Running(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
 
 class LauncherTest : public ServerTest {
@@ -101,7 +85,7 @@ class LauncherTest : public ServerTest {
     args.push_back("--crash-state-dir=" + (dir_ / "state").string());
     StartServer(std::move(args));
   }
-  std::string Log() { return ReadFile(dir_ / "server.log"); }
+  std::string Log() { return ReadWholeFile(dir_ / "server.log"); }
   int HttpStatus(int port, const std::string& target, std::string* body = nullptr) {
     try {
       testing::HttpConnection connection(port);
@@ -134,9 +118,9 @@ TEST_F(LauncherTest, TheParentLinksNoHeavyLibraryAndStaysSmall) {
   Start({"--interpreters=1"});
   const pid_t parent = server_.pid(), child = ChildOf(parent);
   ASSERT_GT(child, 0) << Log();
-  const std::string maps = ReadFile("/proc/" + std::to_string(parent) + "/maps");
+  const std::string maps = ReadWholeFile("/proc/" + std::to_string(parent) + "/maps");
   for (const char* library : kHeavyLibraries) EXPECT_FALSE(Contains(maps, library)) << library;
-  EXPECT_TRUE(Contains(ReadFile("/proc/" + std::to_string(child) + "/maps"), "libtorch"));
+  EXPECT_TRUE(Contains(ReadWholeFile("/proc/" + std::to_string(child) + "/maps"), "libtorch"));
   const double anon = StatusMiB(parent, "RssAnon"), rss = StatusMiB(parent, "VmRSS");
   printf("[ launcher ] parent (manypy-server): RssAnon %.2f MiB, VmRSS %.2f MiB; its serving child: "
          "RssAnon %.1f MiB, VmRSS %.1f MiB\n",
@@ -150,7 +134,7 @@ TEST_F(LauncherTest, NoSupervisorRunsTheServingBinaryInPlace) {
   EXPECT_EQ(ChildOf(server_.pid()), -1);
   const fs::path exe = fs::read_symlink("/proc/" + std::to_string(server_.pid()) + "/exe");
   EXPECT_EQ(exe.filename(), "manypy-serving") << exe;
-  EXPECT_TRUE(Contains(ReadFile("/proc/" + std::to_string(server_.pid()) + "/maps"), "libtorch"));
+  EXPECT_TRUE(Contains(ReadWholeFile("/proc/" + std::to_string(server_.pid()) + "/maps"), "libtorch"));
 }
 
 TEST_F(LauncherTest, HelpVersionAndBadFlagsAreTheServingBinarys) {
