@@ -232,9 +232,13 @@ class TracingTest(unittest.TestCase):
     def test_batched_requests_join_their_clients_traces(self):
         clients = [new_ids() for _ in range(4)]
         results = [None] * 4
+        # All four set out together: under load, threads started one by one
+        # were once more than the 300 ms queue delay apart (4 batches of 1).
+        start = threading.Barrier(4)
 
         def send(i):
             trace_id, parent = clients[i]
+            start.wait(timeout=30)
             results[i] = self.server.infer(
                 "double", [float(i), 1.0],
                 {"traceparent": traceparent(trace_id, parent), "tracestate": "vendor=abc"})
