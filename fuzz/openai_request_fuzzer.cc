@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fuzz/fuzz_check.h"
@@ -73,12 +74,15 @@ struct Variant {
   inference::ModelMetadataResponse metadata;
 };
 
+Variant MakeVariant(bool batched, bool int32_tokens) {
+  Manifest manifest = OpenAiModel(batched, int32_tokens);
+  inference::ModelMetadataResponse metadata = MetadataOf(manifest);
+  return {std::move(manifest), std::move(metadata)};
+}
+
 const Variant& VariantFor(bool batched, bool int32_tokens) {
-  static const Variant variants[4] = {
-      {OpenAiModel(false, false), MetadataOf(OpenAiModel(false, false))},
-      {OpenAiModel(false, true), MetadataOf(OpenAiModel(false, true))},
-      {OpenAiModel(true, false), MetadataOf(OpenAiModel(true, false))},
-      {OpenAiModel(true, true), MetadataOf(OpenAiModel(true, true))}};
+  static const Variant variants[4] = {MakeVariant(false, false), MakeVariant(false, true),
+                                      MakeVariant(true, false), MakeVariant(true, true)};
   return variants[(batched ? 2 : 0) + (int32_tokens ? 1 : 0)];
 }
 

@@ -43,8 +43,9 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution) {
     Run(slot, *execution);
   }
   mu_.Lock();
-  if (!execution->streaming) NoteExecutionTime(model, Clock::now() - execution->started);
-  std::vector<std::string> ended = model.scheduler_->ExecutionEnded(slot, Clock::now());
+  const Clock::time_point finished = Clock::now();
+  if (!execution->streaming) NoteExecutionTime(model, finished - execution->started);
+  std::vector<std::string> ended = model.scheduler_->ExecutionEnded(slot, finished);
   if (!ended.empty()) {
     // A sequence ended: its state goes now, from the interpreter that held
     // it, before this slot starts anything else.

@@ -15,11 +15,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "tests/test_util/http_client.h"
 #include "tests/test_util/process_tree.h"
+#include "tests/test_util/resident_size.h"
 #include "tests/test_util/scaled_clients.h"
 #include "tests/test_util/server_fixture.h"
 
@@ -58,11 +58,8 @@ std::string RunCommand(const std::string& command, int* status) {
 
 // A field of /proc/PID/status in MiB ("RssAnon", "VmRSS"); -1 when absent.
 double StatusMiB(pid_t pid, const std::string& field) {
-  std::istringstream lines(ReadWholeFile("/proc/" + std::to_string(pid) + "/status"));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024;
-  }
-  return -1;
+  const int64_t bytes = testing::StatusBytes(pid, field);
+  return bytes < 0 ? -1 : static_cast<double>(bytes) / (1024 * 1024);
 }
 
 class LauncherTest : public ServerTest {

@@ -11,14 +11,18 @@
 
 namespace manypy::testing {
 
-/// The resident size of process `pid` (VmRSS), in bytes; -1 if unreadable.
-inline int64_t ResidentBytes(pid_t pid = getpid()) {
+/// A size field of /proc/PID/status ("VmRSS", "RssAnon", ...), in bytes; -1
+/// if unreadable or absent.
+inline int64_t StatusBytes(pid_t pid, const std::string& field) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1)) * 1024;
   }
   return -1;
 }
+
+/// The resident size of process `pid` (VmRSS), in bytes; -1 if unreadable.
+inline int64_t ResidentBytes(pid_t pid = getpid()) { return StatusBytes(pid, "VmRSS"); }
 
 }  // namespace manypy::testing
