@@ -15,6 +15,7 @@
 #include "fuzz/fuzz_check.h"
 #include "package_format/manifest.h"
 #include "package_format/openai_spec.h"
+#include "server/core/manifest_metadata.h"
 #include "server/http/openai_request_codec.h"
 #include "server/inference/prepare.h"
 
@@ -53,22 +54,6 @@ Manifest OpenAiModel(bool batched, bool int32_tokens) {
   return m;
 }
 
-// The metadata the server answers for `m` (server/core/protocol_metadata.cc's rule).
-inference::ModelMetadataResponse MetadataOf(const Manifest& m) {
-  inference::ModelMetadataResponse metadata;
-  metadata.set_name(m.name);
-  metadata.set_platform(m.platform);
-  metadata.add_versions(std::to_string(m.version));
-  for (const TensorSpec& in : m.inputs) {
-    auto* t = metadata.add_inputs();
-    t->set_name(in.name);
-    t->set_datatype(in.datatype);
-    if (m.max_batch_size > 0) t->add_shape(-1);
-    for (int64_t d : in.shape) t->add_shape(d);
-  }
-  return metadata;
-}
-
 struct Variant {
   Manifest manifest;
   inference::ModelMetadataResponse metadata;
@@ -76,7 +61,8 @@ struct Variant {
 
 Variant MakeVariant(bool batched, bool int32_tokens) {
   Manifest manifest = OpenAiModel(batched, int32_tokens);
-  inference::ModelMetadataResponse metadata = MetadataOf(manifest);
+  inference::ModelMetadataResponse metadata;
+  FillManifestMetadata(manifest, &metadata);
   return {std::move(manifest), std::move(metadata)};
 }
 

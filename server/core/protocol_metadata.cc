@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/datatype.h"
+#include "server/core/manifest_metadata.h"
 
 namespace manypy {
 namespace {
@@ -11,14 +12,6 @@ inference::DataType ConfigDataType(const std::string& datatype) {
   const DatatypeInfo* info = FindDatatype(datatype);
   if (info == nullptr) return inference::TYPE_INVALID;
   return static_cast<inference::DataType>(info->config_enum);
-}
-
-template <typename Tensor>
-void FillTensorMetadata(const TensorSpec& spec, const Manifest& m, Tensor* out) {
-  out->set_name(spec.name);
-  out->set_datatype(spec.datatype);
-  if (m.max_batch_size > 0) out->add_shape(-1);  // the protocol's metadata shows the batch dim
-  for (int64_t d : spec.shape) out->add_shape(d);
 }
 
 void SetDuration(uint64_t count, uint64_t ns, inference::StatisticDuration* d) {
@@ -39,16 +32,12 @@ void FillServerMetadata(inference::ServerMetadataResponse* response) {
 
 void FillModelMetadata(const Manifest& m, const ModelManager& models,
                        inference::ModelMetadataResponse* response) {
-  response->set_name(m.name);
-  response->set_platform(m.platform);
-  response->add_versions(std::to_string(m.version));
+  FillManifestMetadata(m, response);
   for (const auto& status : models.Index()) {
     if (status.name == m.name && status.version != m.version && status.version > 0) {
       response->add_versions(std::to_string(status.version));
     }
   }
-  for (const auto& in : m.inputs) FillTensorMetadata(in, m, response->add_inputs());
-  for (const auto& out : m.outputs) FillTensorMetadata(out, m, response->add_outputs());
 }
 
 void FillModelConfig(const Manifest& m, const ModelSettings& settings,
