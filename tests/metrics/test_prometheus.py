@@ -13,9 +13,6 @@ every Grafana panel expression (variables substituted) returns data.
 """
 import json
 import os
-import re
-import select
-import signal
 import socket
 import subprocess
 import sys
@@ -30,11 +27,12 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [os.path.join(REPO, "package_format", "python"), os.path.join(REPO, "clients", "python")]
+sys.path[:0] = [os.path.join(REPO, "package_format", "python"), os.path.join(REPO, "clients", "python"),
+                os.path.join(REPO, "tests", "test_util")]
+from manypy_server import ManypyServer  # noqa: E402
 
 from manypy.client import InferenceClient, InferenceServerError  # noqa: E402
 
-SERVER = os.environ.get("MANYPY_SERVER_BINARY", os.path.join(REPO, "build", "bin", "manypy-server"))
 REPOSITORY = os.environ.get("MANYPY_TEST_REPOSITORY", os.path.join(REPO, "build", "test-model-repository"))
 PROMETHEUS = os.environ.get("PROMETHEUS_BINARY") or "/usr/bin/prometheus"
 DASHBOARD = os.path.join(REPO, "deploy", "grafana", "manypy-dashboard.json")
@@ -52,41 +50,15 @@ def free_port():
         return s.getsockname()[1]
 
 
-class Server:
-    """manypy-server; the ports come from its stdout lines."""
-
+class Server(ManypyServer):
     def __init__(self):
-        self.stderr = tempfile.TemporaryFile()
-        args = [SERVER, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0",
-                "--metrics-address=127.0.0.1", "--metrics-port=0", "--interpreters=2",
-                "--model-control-mode=explicit", "--load-model=failing", "--load-model=slow",
-                "--load-model=batched_double", "--model-config=slow:instance_count=1",
-                "--model-config=slow:max_queue_size=1", f"--model-repository={REPOSITORY}"]
-        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr)
-        text = b""
-        deadline = time.monotonic() + 180
-        while b"listening on 127.0.0.1:" not in text or not text.endswith(b"\n"):
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                self.stop()
-                raise RuntimeError("manypy-server did not start: " + text.decode(errors="replace"))
-            if select.select([self.process.stdout], [], [], 0.2)[0]:
-                text += os.read(self.process.stdout.fileno(), 4096)
-        out = text.decode()
-        self.metrics = re.search(r"metrics listening on http://([\d.]+:\d+)/metrics", out).group(1)
-        self.grpc = re.search(r"manypy-server: listening on ([\d.]+:\d+),", out).group(1)
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        while os.read(self.process.stdout.fileno(), 4096):
-            pass
-
-    def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
+        super().__init__(["--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0",
+                          "--metrics-address=127.0.0.1", "--metrics-port=0", "--interpreters=2",
+                          "--model-control-mode=explicit", "--load-model=failing",
+                          "--load-model=slow", "--load-model=batched_double",
+                          "--model-config=slow:instance_count=1",
+                          "--model-config=slow:max_queue_size=1",
+                          f"--model-repository={REPOSITORY}"], start_timeout_s=180)
 
 
 class Prometheus:

@@ -9,15 +9,10 @@ On PyTorch 1.x the packager refuses such a model, naming the version.
     ctest -R compiled_serving_test
 """
 import os
-import re
-import select
-import signal
-import subprocess
 import sys
 import tempfile
 import textwrap
 import threading
-import time
 import unittest
 import urllib.request
 
@@ -27,12 +22,13 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(REPO, "package_format", "python"),
-                os.path.join(REPO, "clients", "python")]
+                os.path.join(REPO, "clients", "python"),
+                os.path.join(REPO, "tests", "test_util")]
+from manypy_server import ManypyServer  # noqa: E402
 
 import manypy.package  # noqa: E402
 from manypy.client import InferenceClient  # noqa: E402
 
-SERVER = os.environ.get("MANYPY_SERVER_BINARY", os.path.join(REPO, "build", "bin", "manypy-server"))
 
 # A model whose last input dimension is variable (-1): its warm-up compiles
 # length 1 (the signature's), batch 1 and a dynamic batch; a request with
@@ -58,37 +54,12 @@ def reference(x):
     return np.maximum(x.sum(axis=-1, keepdims=True) * weight, 0) + 1
 
 
-class Server:
+class Server(ManypyServer):
     def __init__(self, repository, cache, env=None):
-        self.log = tempfile.NamedTemporaryFile(suffix=".log", delete=False)
-        args = [SERVER, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0",
-                "--metrics-address=127.0.0.1", "--metrics-port=0", "--interpreters=2",
-                f"--compile-cache-dir={cache}", f"--model-repository={repository}"]
-        self.started = time.monotonic()
-        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log,
-                                        env=dict(os.environ, **(env or {})))
-        text = b""
-        deadline = time.monotonic() + 300
-        while b"listening on 127.0.0.1:" not in text or not text.endswith(b"\n"):
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                self.stop()
-                raise RuntimeError("manypy-server did not start: " + text.decode(errors="replace") +
-                                   self.stderr())
-            if select.select([self.process.stdout], [], [], 0.2)[0]:
-                text += os.read(self.process.stdout.fileno(), 4096)
-        self.ready_seconds = time.monotonic() - self.started
-        out = text.decode()
-        self.grpc = re.search(r"manypy-server: listening on ([\d.]+:\d+),", out).group(1)
-        self.metrics = re.search(r"metrics listening on http://([\d.]+:\d+)/metrics", out).group(1)
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        while os.read(self.process.stdout.fileno(), 4096):
-            pass
-
-    def stderr(self):
-        with open(self.log.name, errors="replace") as f:
-            return f.read()
+        super().__init__(["--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0",
+                          "--metrics-address=127.0.0.1", "--metrics-port=0", "--interpreters=2",
+                          f"--compile-cache-dir={cache}", f"--model-repository={repository}"],
+                         env=env)
 
     def metric(self, name, model):
         text = urllib.request.urlopen(f"http://{self.metrics}/metrics", timeout=10).read().decode()
@@ -96,14 +67,6 @@ class Server:
             if line.startswith(name + "{") and f'model="{model}"' in line:
                 return float(line.rsplit(" ", 1)[1])
         return 0.0
-
-    def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 @unittest.skipIf(not hasattr(torch, "compile"), f"torch.compile is PyTorch 2.x's ({torch.__version__})")

@@ -17,8 +17,6 @@ import http.server
 import json
 import os
 import re
-import select
-import signal
 import socket
 import subprocess
 import sys
@@ -31,9 +29,10 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [os.path.join(REPO, "package_format", "python"),
-                os.path.join(REPO, "clients", "python"), os.path.join(HERE, "models")]
+                os.path.join(REPO, "clients", "python"),
+                os.path.join(REPO, "tests", "test_util"), os.path.join(HERE, "models")]
+from manypy_server import SERVER, ManypyServer  # noqa: E402
 
-SERVER = os.environ.get("MANYPY_SERVER_BINARY", os.path.join(REPO, "build", "bin", "manypy-server"))
 BUILT_IN = os.environ.get("MANYPY_TRACING_BUILT_IN") == "1"
 
 SPAN_KIND_INTERNAL, SPAN_KIND_SERVER = 1, 2
@@ -108,38 +107,12 @@ def new_ids():
     return os.urandom(16).hex(), os.urandom(8).hex()
 
 
-class Server:
+class Server(ManypyServer):
     def __init__(self, repository, flags, env=None, metrics=False):
-        self.log = tempfile.NamedTemporaryFile(suffix=".log", delete=False)
-        args = [SERVER, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-address=127.0.0.1",
+        args = ["--grpc-address=127.0.0.1", "--grpc-port=0", "--http-address=127.0.0.1",
                 "--http-port=0", "--interpreters=1", f"--model-repository={repository}"]
         args += ["--metrics-address=127.0.0.1", "--metrics-port=0"] if metrics else ["--no-metrics"]
-        args += flags
-        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log,
-                                        env=dict(os.environ, **(env or {})))
-        text = b""
-        deadline = time.monotonic() + 300
-        while b"HTTP listening on" not in text or not text.endswith(b"\n"):
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                self.stop()
-                raise RuntimeError("manypy-server did not start: " + text.decode(errors="replace") +
-                                   self.stderr())
-            if select.select([self.process.stdout], [], [], 0.2)[0]:
-                text += os.read(self.process.stdout.fileno(), 4096)
-        out = text.decode()
-        self.grpc = re.search(r"manypy-server: listening on ([\d.]+:\d+),", out).group(1)
-        self.http = re.search(r"HTTP listening on ([\d.]+:\d+)", out).group(1)
-        found = re.search(r"metrics listening on http://([\d.]+:\d+)/metrics", out)
-        self.metrics = found.group(1) if found else None
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self):
-        while os.read(self.process.stdout.fileno(), 4096):
-            pass
-
-    def stderr(self):
-        with open(self.log.name, errors="replace") as f:
-            return f.read()
+        super().__init__(args + flags, env=env)
 
     def infer(self, model, values, headers=None, timeout=30):
         """HTTP JSON inference: (status code, decoded body). `double` batches:
@@ -164,14 +137,6 @@ class Server:
             if line.startswith(line_start):
                 return float(line.rsplit(" ", 1)[1])
         return None
-
-    def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
 
 
 def package_models(repository):

@@ -15,12 +15,9 @@ model_repository fixture.)
 """
 import json
 import os
-import select
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
@@ -32,82 +29,31 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 # manypy/__init__.py); the client is in clients/python.
 PACKAGE_DIRS = [os.path.join(REPO, "package_format", "python"),
                 os.path.join(REPO, "clients", "python")]
-sys.path[:0] = [d for d in PACKAGE_DIRS if d not in sys.path]
+sys.path[:0] = [d for d in PACKAGE_DIRS + [os.path.join(REPO, "tests", "test_util")]
+                if d not in sys.path]
 sys.dont_write_bytecode = True
 
+from manypy_server import SERVER, ManypyServer  # noqa: E402
 from manypy.client import (DATATYPES, NUMPY_DTYPES, InferenceClient,  # noqa: E402
                            InferenceServerError, bf16_to_float32, float32_to_bf16)
 
-SERVER = os.environ.get("MANYPY_SERVER_BINARY", os.path.join(REPO, "build", "bin", "manypy-server"))
 REPOSITORY = os.environ.get("MANYPY_TEST_REPOSITORY",
                             os.path.join(REPO, "build", "test-model-repository"))
 START_TIMEOUT_S = 180
 
 
-class ServerProcess:
-    """The real server on a free loopback port; stop() sends SIGTERM."""
+class ServerProcess(ManypyServer):
+    """The real server on a free loopback port with `load` loaded in explicit
+    mode; .address is gRPC's, .http_address HTTP's."""
 
     def __init__(self, extra_args=(), repository=REPOSITORY, load=("two_io", "echo_all", "failing")):
-        self.http_address = None
-        self.stderr = tempfile.TemporaryFile()
-        args = [SERVER, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0", "--metrics-port=0",
-                "--interpreters=2", "--model-control-mode=explicit",
-                *[f"--load-model={name}" for name in load],
-                f"--model-repository={repository}", *extra_args]
-        self.process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr)
-        self.address = self._wait_for_port()
-        # Keep reading stdout so the server never blocks on a full pipe.
-        self._drain = threading.Thread(target=self._read_rest, daemon=True)
-        self._drain.start()
-
-    def _wait_for_port(self):
-        out = self.process.stdout
-        text = b""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        marker = b"listening on 127.0.0.1:"
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([out], [], [], 0.2)
-            if not ready:
-                continue
-            chunk = os.read(out.fileno(), 4096)
-            if not chunk:
-                break
-            text += chunk
-            at = text.find(marker)
-            if at >= 0 and text.find(b",", at) >= 0:
-                port = int(text[at + len(marker):text.find(b",", at)])
-                http = text.find(b"HTTP listening on ")  # printed before, when HTTP is on
-                if http >= 0:
-                    line = text[http:text.find(b"\n", http)]
-                    self.http_address = f"127.0.0.1:{int(line.rsplit(b':', 1)[1])}"
-                return f"127.0.0.1:{port}"
-        self.process.kill()
-        self.process.wait()
-        self.stderr.seek(0)
-        raise RuntimeError(f"manypy-server did not start; stdout: {text.decode(errors='replace')}\n"
-                           f"stderr: {self.stderr.read().decode(errors='replace')[-4000:]}")
-
-    def _read_rest(self):
-        while os.read(self.process.stdout.fileno(), 4096):
-            pass
-
-    def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
-        self._drain.join(timeout=5)
-        self.process.stdout.close()
-        self.stderr.close()
-        return code
-
-    def stop_expecting_clean_exit(self):
-        """stop(), failing the test unless the server exited 0 (a clean drain)."""
-        code = self.stop()
-        if code != 0:
-            raise AssertionError(f"manypy-server exited with status {code} after SIGTERM")
+        super().__init__(["--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0",
+                          "--metrics-port=0", "--interpreters=2", "--model-control-mode=explicit",
+                          *[f"--load-model={name}" for name in load],
+                          f"--model-repository={repository}", *extra_args],
+                         start_timeout_s=START_TIMEOUT_S)
+        self.address = self.grpc
+        self.http_address = self.http
 
 
 class ServerTestCase(unittest.TestCase):
