@@ -256,7 +256,9 @@ Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervi
                                         p.dispatcher.get(), p.response_cache.get());
     if (!started.ok()) return CannotStart(started.status().ToString());
     p.metrics = std::move(*started);
-    if (supervised != nullptr) AddRestartMetrics(p.metrics->registry(), supervised->restarts);
+    if (supervised != nullptr) {
+      AddRestartMetrics(p.metrics->registry(), supervised->restarts, supervised->reloads);
+    }
     printf("manypy-server: metrics listening on %s\n", p.metrics->url().c_str());
   }
   if (Status traced = StartTracingPart(options, p.metrics.get(), &p.tracing); !traced.ok()) return traced;

@@ -42,6 +42,7 @@ std::string EncodeHandover(const SupervisedChild& child) {
   AppendFds(out, "metrics", child.metrics_fds);
   out << "ready=" << child.ready_fd << ";";
   if (child.switching) out << "switch=1;";
+  if (child.reloads > 0) out << "reloads=" << child.reloads << ";";
   out << "restarts=";
   for (size_t i = 0; i < child.restarts.size(); ++i) {
     out << (i ? "," : "") << child.restarts[i].first << ":" << child.restarts[i].second;
@@ -62,6 +63,10 @@ std::optional<SupervisedChild> DecodeHandover(const std::string& text) {
         if (colon == std::string::npos || !ParseInt(entry.substr(colon + 1), &count)) return std::nullopt;
         child.restarts.emplace_back(entry.substr(0, colon), count);
       }
+      continue;
+    }
+    if (role == "reloads") {
+      if (!ParseInt(value, &child.reloads)) return std::nullopt;
       continue;
     }
     if (role == "switch") {

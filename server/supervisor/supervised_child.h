@@ -16,9 +16,10 @@
 namespace manypy {
 
 /// The environment variable the supervisor sets for its child:
-/// "grpc=3,4;http=5;metrics=6;ready=7;switch=1;restarts=SIGSEGV:1,SIGKILL:2"
+/// "grpc=3,4;http=5;metrics=6;ready=7;switch=1;reloads=2;restarts=SIGSEGV:1,SIGKILL:2"
 /// (a role with no sockets is left out; ready is the pipe's write end; switch
-/// only for a child started by SIGHUP beside one that serves).
+/// only for a child started by SIGHUP beside one that serves; reloads only
+/// when not 0).
 constexpr const char* kSupervisorEnvironment = "MANYPY_SUPERVISOR_HANDOVER";
 
 /// What the supervisor sends a serving process a newer one has replaced
@@ -36,6 +37,10 @@ struct SupervisedChild {
   bool switching = false;
   /// Restarts before this child, by the signal that ended the one before.
   std::vector<std::pair<std::string, int64_t>> restarts;
+  /// SIGHUP replacements that took over serving before this child, and this
+  /// one if SIGHUP started it (it counts once it serves: only then is its
+  /// /metrics reachable).
+  int64_t reloads = 0;
 };
 
 /// The handover encoded for kSupervisorEnvironment.

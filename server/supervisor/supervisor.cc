@@ -79,6 +79,7 @@ class Supervisor {
   bool StartServing() {
     SupervisedChild handover = sockets_;
     handover.restarts.assign(restarts_.begin(), restarts_.end());
+    handover.reloads = reloads_;
     serving_ = ChildProcess::Start(binary_, argv_, std::move(handover), child_mask_);
     return serving_.has_value();
   }
@@ -103,6 +104,7 @@ class Supervisor {
                                Pid(serving_->pid) + ") stops accepting and drains");
       kill(serving_->pid, kStepAsideSignal);
       retiring_.push_back(serving_->pid);
+      ++reloads_;
       serving_ = std::move(replacement_);
       replacement_.reset();
     }
@@ -142,6 +144,7 @@ class Supervisor {
     SupervisedChild handover = sockets_;
     handover.switching = true;
     handover.restarts.assign(restarts_.begin(), restarts_.end());
+    handover.reloads = reloads_ + 1;
     replacement_ = ChildProcess::Start(binary_, argv_, std::move(handover), child_mask_);
     if (replacement_) {
       Log(LogLevel::kInfo, "supervisor: SIGHUP: starting serving process " + Pid(replacement_->pid) + " (" +
@@ -188,6 +191,7 @@ class Supervisor {
                                 " while " + Pid(replacement_->pid) + " (SIGHUP) starts; that one serves when ready");
       serving_ = std::move(replacement_);
       replacement_.reset();
+      ++reloads_;  // as its handover counted it
       restarted_ = true;
       return;
     }
@@ -220,6 +224,7 @@ class Supervisor {
   std::optional<ChildProcess> serving_, replacement_;
   std::vector<pid_t> retiring_;
   std::map<std::string, int64_t> restarts_;
+  int64_t reloads_ = 0;  // SIGHUP replacements that took over serving
   double backoff_ = 0;
   std::optional<Clock::time_point> restart_at_;
   bool restarted_ = false;

@@ -227,6 +227,9 @@ TEST_F(LauncherTest, SighupSwitchesWithoutARefusedConnection) {
   std::string metrics;
   EXPECT_EQ(HttpStatus(server_.metrics_port(), "/metrics", &metrics), 200);
   EXPECT_TRUE(Contains(metrics, "manypy_build_info")) << metrics;
+  // One switch (the refused child never served), no crash.
+  EXPECT_TRUE(Contains(metrics, "\nmanypy_server_reloads_total 1\n")) << metrics;
+  EXPECT_FALSE(Contains(metrics, "manypy_server_restarts_total{")) << metrics;
   EXPECT_EQ(HttpStatus(server_.http_port(), "/v2/health/ready"), 200);
   ModelInferResponse out;
   EXPECT_TRUE(Infer(FloatRequest("scaled", {1.f}), &out).ok());

@@ -138,11 +138,16 @@ TEST(SupervisedChildTest, TheHandoverRoundTrips) {
   EXPECT_EQ(back->ready_fd, 7);
   EXPECT_EQ(back->restarts, child.restarts);
   EXPECT_FALSE(back->switching);
-  child.switching = true;  // a SIGHUP child
+  EXPECT_EQ(back->reloads, 0);
+  child.switching = true;  // a SIGHUP child, the third
+  child.reloads = 3;
+  EXPECT_EQ(EncodeHandover(child), "grpc=3,4;http=5;ready=7;switch=1;reloads=3;restarts=SIGKILL:1,SIGSEGV:2");
   back = DecodeHandover(EncodeHandover(child));
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->switching);
-  for (const char* bad : {"grpc=x", "tcp=3", "ready", "restarts=SIGSEGV", "restarts=SIGSEGV:-1", "switch=2"}) {
+  EXPECT_EQ(back->reloads, 3);
+  for (const char* bad : {"grpc=x", "tcp=3", "ready", "restarts=SIGSEGV", "restarts=SIGSEGV:-1", "switch=2",
+                          "reloads=-1", "reloads=x"}) {
     EXPECT_FALSE(DecodeHandover(bad)) << bad;
   }
 }
