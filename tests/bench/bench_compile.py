@@ -134,6 +134,7 @@ def bench_model_call(binary, repository, name, rounds, seconds):
     processes = {v: (v, 2) for v in VARIANTS}
     if name == "small":
         processes["compiled_one_thread"] = ("compiled", 1)
+        processes["compiled_frozen"] = ("compiled_frozen", 2)  # reported beside
     callers = {key: Caller(binary, os.path.join(repository, f"{name}_{v}.mpk"), threads,
                            intra_op_threads=1)
                for key, (v, threads) in processes.items()}
@@ -148,6 +149,9 @@ def bench_model_call(binary, repository, name, rounds, seconds):
             if "compiled_one_thread" in measured:
                 measured["compiled_two_threads_over_one"] = (
                     measured["compiled"]["per_s"] / measured["compiled_one_thread"]["per_s"])
+            if "compiled_frozen" in measured:
+                measured["frozen_over_eager"] = (measured["compiled_frozen"]["per_s"] /
+                                                 measured["eager"]["per_s"])
             per_round.append(measured)
             print(f"[compile] {name} round {r + 1}: " + ", ".join(
                 f"{k} {measured[k]['per_s']:.0f}/s" for k in processes) +
@@ -159,7 +163,7 @@ def bench_model_call(binary, repository, name, rounds, seconds):
     for k in processes:
         result[f"{k}_calls_per_s"] = summary([m[k]["per_s"] for m in per_round])
         result[f"{k}_cpu_us_per_call"] = summary([m[k]["cpu_us"] for m in per_round])
-    for key in ("compiled_over_eager", "compiled_two_threads_over_one"):
+    for key in ("compiled_over_eager", "compiled_two_threads_over_one", "frozen_over_eager"):
         if key in per_round[0]:
             result[key] = summary([m[key] for m in per_round])
     return result
@@ -265,6 +269,9 @@ def main():
         if name in result["model_call"]:
             ratios = [m[key] for m in result["model_call"][name]["rounds"]]
             result["targets"].append(dict(verdict(ratios, target, True), model=name, ratio=key))
+    if "frozen_over_eager" in result["model_call"].get("small", {}):
+        print(f"[compile] reported: {FROZEN_SMALL} at the model call, compiled / eager "
+              f"{result['model_call']['small']['frozen_over_eager']}", file=sys.stderr)
     if "ready" in result:
         for key, target in READY_TARGETS:
             ratios = [m[key] for m in result["ready"]["rounds"]]
