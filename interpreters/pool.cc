@@ -70,7 +70,7 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
   // skips tracing the graph through AOTAutograd and Inductor's passes, 0.7 s
   // of CPU of each interpreter's first call of bench-compile's small model
   // (docs/benchmarks.md). 2.6 bypasses it for a graph compiled with freezing
-  // (_functorch/_aot_autograd/autograd_cache.py:208). An operator's
+  // (_functorch/_aot_autograd/autograd_cache.py:209). An operator's
   // TORCHINDUCTOR_AUTOGRAD_CACHE=0 is kept.
   setenv("TORCHINDUCTOR_AUTOGRAD_CACHE", "1", 0);
   // Process-wide: every interpreter shares libtorch's intra-op thread pool.
