@@ -67,9 +67,10 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
   setenv("TORCHINDUCTOR_CACHE_DIR", options.compile_cache_dir.c_str(), 1);
   // AOTAutograd's cache in the same folder, off by default in PyTorch 2.6
   // (torch/_functorch/config.py:36, read at import): on a hit a warm start
-  // skips tracing the graph through AOTAutograd and Inductor's passes, 0.7 s
-  // of CPU of each interpreter's first call of bench-compile's small model
-  // (docs/benchmarks.md). 2.6 bypasses it for a graph compiled with freezing
+  // skips tracing the graph through AOTAutograd and Inductor's passes: each
+  // interpreter's first call of bench-compile's small model compiled without
+  // freezing took 0.21 s of CPU instead of 0.52 (docs/debian13.md, trap 24).
+  // 2.6 bypasses it for a graph compiled with freezing
   // (_functorch/_aot_autograd/autograd_cache.py:209). An operator's
   // TORCHINDUCTOR_AUTOGRAD_CACHE=0 is kept.
   setenv("TORCHINDUCTOR_AUTOGRAD_CACHE", "1", 0);
