@@ -62,6 +62,7 @@ Status Interpreter::Boot() {
   config.preload_modules = options_.preload_modules;
   config.lazy_modules = options_.lazy_modules;
   config.lazy_functions = options_.lazy_functions;
+  config.lazy_values = options_.lazy_values;
   config.callbacks.context = this;
   config.callbacks.prepare_extension = &Interpreter::PrepareExtension;
   config.callbacks.call_host = &Interpreter::CallHost;

@@ -28,6 +28,7 @@ class Interpreter {
     std::vector<std::string> preload_modules;
     std::vector<std::string> lazy_modules;
     std::vector<std::string> lazy_functions;
+    std::vector<std::string> lazy_values;
     bool arena_cache = true;
   };
 

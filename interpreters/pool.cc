@@ -65,6 +65,15 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
   // Process-wide, read by each interpreter's os.environ when it starts
   // (before its torch._inductor reads it), so all share one cache.
   setenv("TORCHINDUCTOR_CACHE_DIR", options.compile_cache_dir.c_str(), 1);
+  // AOTAutograd's cache in the same folder, off by default in PyTorch 2.6
+  // (torch/_functorch/config.py:36, read at import): on a hit a warm start
+  // skips tracing the graph through AOTAutograd and Inductor's passes: each
+  // interpreter's first call of bench-compile's small model compiled without
+  // freezing took 0.21 s of CPU instead of 0.52 (docs/debian13.md, trap 24).
+  // 2.6 bypasses it for a graph compiled with freezing
+  // (_functorch/_aot_autograd/autograd_cache.py:209). An operator's
+  // TORCHINDUCTOR_AUTOGRAD_CACHE=0 is kept.
+  setenv("TORCHINDUCTOR_AUTOGRAD_CACHE", "1", 0);
   // Process-wide: every interpreter shares libtorch's intra-op thread pool.
   at::set_num_threads(options.intra_op_threads);
 
@@ -84,6 +93,7 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
     o.preload_modules = options.preload_modules;
     o.lazy_modules = options.lazy_modules;
     o.lazy_functions = options.lazy_functions;
+    o.lazy_values = options.lazy_values;
     o.arena_cache = options.arena_cache;
     return Interpreter::Start(state->preparer.get(), o);
   };

@@ -20,9 +20,11 @@ struct PoolOptions {
   /// Where prepared library copies are cached. Empty: $MANYPY_CACHE_DIR, else
   /// $XDG_CACHE_HOME/manypy, else $HOME/.cache/manypy.
   std::string cache_dir;
-  /// Inductor's on-disk caches (torch.compile, PyTorch 2.x: compiled kernels
-  /// and FX graphs), shared by every interpreter and kept across restarts:
-  /// set as TORCHINDUCTOR_CACHE_DIR before the interpreters start. Empty:
+  /// Inductor's on-disk caches (torch.compile, PyTorch 2.x: compiled kernels,
+  /// FX graphs and AOTAutograd's graphs, whose cache the pool turns on unless
+  /// TORCHINDUCTOR_AUTOGRAD_CACHE says otherwise), shared by every interpreter
+  /// and kept across restarts: set as TORCHINDUCTOR_CACHE_DIR before the
+  /// interpreters start. Empty:
   /// $TORCHINDUCTOR_CACHE_DIR if the environment sets it, else
   /// <cache_dir>/inductor.
   std::string compile_cache_dir;
@@ -86,7 +88,23 @@ struct PoolOptions {
   /// is_compile_supported, calling it only when torchvision's C++ operators
   /// are missing; running torch._dynamo (PyTorch 2.x) at `import torchvision`
   /// costs about 0.7 s of import per interpreter (docs/debian13.md, trap 7).
-  std::vector<std::string> lazy_functions{"torch._dynamo.utils.is_compile_supported"};
+  /// torch.utils.cpp_extension's GeneratedFileCleaner: see lazy_values.
+  std::vector<std::string> lazy_functions{
+      "torch._dynamo.utils.is_compile_supported",
+      "torch.utils.hipify.hipify_python.GeneratedFileCleaner"};
+  /// Objects other than functions that libraries import at their own import
+  /// but use only on rare paths: `from module import name` gets a stand-in
+  /// whose first use (attribute, item, `in`, iteration, len, call) runs the
+  /// module, as lazy_functions do; every use is the real object's, but the
+  /// stand-in is not the object (`is`, isinstance and type() tell), so only
+  /// names whose users just use them belong here. On PyTorch 2.x importing
+  /// Inductor (every torch.compile'd model, in every interpreter) imports
+  /// torch.utils.hipify.hipify_python's CUDA-to-HIP tables, whose build costs
+  /// 0.23 s of CPU per interpreter at every start; Inductor uses them only on
+  /// a ROCm build of torch (2.6 torch/_inductor/codegen/aoti_hipify_utils.py:
+  /// maybe_hipify_code_wrapper returns first when torch.version.hip is None).
+  std::vector<std::string> lazy_values{"torch.utils.hipify.hipify_python.PYTORCH_MAP",
+                                       "torch.utils.hipify.hipify_python.PYTORCH_TRIE"};
 };
 
 class InterpreterPool {

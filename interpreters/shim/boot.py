@@ -136,8 +136,10 @@ class _LazyModule(types.ModuleType):
             # Not a package (a package's __path__ is set before its code
             # runs): `from module import name` asks, and must not run it.
             raise AttributeError(f"module {self.__name__!r} has no attribute '__path__'")
-        if f"{self.__name__}.{attr}" in _lazy_function_names:
-            stand_in = _lazy_function(self.__name__, attr)
+        name = f"{self.__name__}.{attr}"
+        if name in _lazy_function_names or name in _lazy_value_names:
+            stand_in = (_lazy_function if name in _lazy_function_names else _LazyValue)(
+                self.__name__, attr)
             setattr(self, attr, stand_in)  # the module's code, once run, puts the real one here
             return stand_in
         _run_lazy_module(self)
@@ -156,16 +158,60 @@ def _lazy_function(module_name, name):
     def call(*args, **kwargs):
         nonlocal real
         if real is None:
-            module = sys.modules.get(module_name)
-            if type(module) is _LazyModule:
-                _run_lazy_module(module)  # with its lazy parents, from the top
-            real = getattr(importlib.import_module(module_name), name)
+            real = _real_object(module_name, name)
         return real(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
     call.__module__ = module_name
     call.__doc__ = f"manypy's stand-in for {module_name}.{name}: runs {module_name} at its first call"
     return call
+
+
+def _real_object(module_name, name):
+    """`module_name`.`name` once the module has run (with its lazy parents,
+    from the top)."""
+    module = sys.modules.get(module_name)
+    if type(module) is _LazyModule:
+        _run_lazy_module(module)
+    return getattr(importlib.import_module(module_name), name)
+
+
+class _LazyValue:
+    """The stand-in `from module import name` gets for an object other than a
+    function (PoolOptions::lazy_values) while its module has not run: its
+    first use (an attribute, an item, `in`, iteration, len, a call) runs the
+    module's lazy packages from the top, then the module, and every use is
+    the real object's."""
+
+    def __init__(self, module_name, name):
+        self._manypy_where = (module_name, name)
+        self._manypy_real = None
+
+    def _manypy_resolve(self):
+        if self._manypy_real is None:
+            self._manypy_real = _real_object(*self._manypy_where)
+        return self._manypy_real
+
+    def __getattr__(self, attr):
+        return getattr(self._manypy_resolve(), attr)
+
+    def __getitem__(self, key):
+        return self._manypy_resolve()[key]
+
+    def __contains__(self, item):
+        return item in self._manypy_resolve()
+
+    def __iter__(self):
+        return iter(self._manypy_resolve())
+
+    def __len__(self):
+        return len(self._manypy_resolve())
+
+    def __call__(self, *args, **kwargs):
+        return self._manypy_resolve()(*args, **kwargs)
+
+    def __repr__(self):
+        return repr(self._manypy_resolve())
 
 
 # name -> the loader that runs the module's code, while it has not run.
@@ -185,13 +231,15 @@ _lazy_names = frozenset(_manypy.lazy_modules) | (
     if (_manypy.lazy_modules and not _manypy.owns_registrations and
         not _manypy.routes_python_kernels) else set())
 
-# PoolOptions::lazy_functions, and the modules that hold them with their
-# parent packages below the top one (which `import torch` ran already): lazy
-# too, so that importing the function's module runs none of them.
+# PoolOptions::lazy_functions and lazy_values, and the modules that hold them
+# with their parent packages below the top one (which `import torch` ran
+# already): lazy too, so that importing the function's module runs none of
+# them.
 _lazy_function_names = frozenset(_manypy.lazy_functions)
+_lazy_value_names = frozenset(_manypy.lazy_values)
 _lazy_names |= {
     ".".join(parts[:end])
-    for parts in (f.split(".")[:-1] for f in _lazy_function_names)
+    for parts in (f.split(".")[:-1] for f in _lazy_function_names | _lazy_value_names)
     for end in range(2, len(parts) + 1)}
 
 

@@ -264,6 +264,7 @@ void Boot(const ShimConfig& config) {
   PyModule_AddObjectRef(module, "routes_python_kernels", MANYPY_TORCH_HOOKS ? Py_True : Py_False);
   PyModule_AddObject(module, "lazy_modules", FrozenSetOf(config.lazy_modules));  // steals it
   PyModule_AddObject(module, "lazy_functions", FrozenSetOf(config.lazy_functions));
+  PyModule_AddObject(module, "lazy_values", FrozenSetOf(config.lazy_values));
   g_interrupted_type = Check(PyErr_NewExceptionWithDoc(
       "_manypy.ExecutionInterrupted",
       "Raised inside a call that ran past its execution limit (the host interrupted it).",

@@ -59,6 +59,7 @@ struct ShimConfig {
   std::vector<std::string> preload_modules;  ///< imported at boot, in order
   std::vector<std::string> lazy_modules;     ///< imported lazily (boot.py)
   std::vector<std::string> lazy_functions;   ///< "module.function" deferred to first call (boot.py)
+  std::vector<std::string> lazy_values;      ///< "module.name" deferred to first use (boot.py)
   HostCallbacks callbacks;
 };
 

@@ -353,6 +353,7 @@ int RunChild(size_t n, const std::string& archive, bool eager_imports) {
     if (eager_imports) {  // for comparison: import as before
       options.lazy_modules.clear();
       options.lazy_functions.clear();
+      options.lazy_values.clear();
     }
     options.intra_op_threads = std::atoi(kIntraOpThreads);
     auto pool = manypy::InterpreterPool::Create(options);

@@ -366,6 +366,79 @@ TEST(PoolTest, LazyFunctionsRunTheirModuleAtTheFirstCall) {
   std::filesystem::remove_all(dir);
 }
 
+// PoolOptions::lazy_values: `from package.module import TABLE` leaves the
+// module unrun and gives a stand-in; its first use (an item, an attribute,
+// `in`, len, iteration) runs the module and answers as the real object.
+TEST(PoolTest, LazyValuesRunTheirModuleAtTheFirstUse) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("manypy_lazy_values_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "lazy_values_top" / "pkg");
+  std::ofstream(dir / "lazy_values_top" / "__init__.py") << "";
+  std::ofstream(dir / "lazy_values_top" / "pkg" / "__init__.py") << "";
+  std::ofstream(dir / "lazy_values_top" / "pkg" / "tables.py")
+      << "import builtins\n"
+         "builtins.tables_ran = getattr(builtins, 'tables_ran', 0) + 1\n"
+         "TABLE = {'cuda': 'hip', 'stream': 'hipStream'}\n"
+         "class Trie:\n    def export(self):\n        return '|'.join(sorted(TABLE))\n"
+         "TRIE = Trie()\n";
+  std::ofstream(dir / "user_of_lazy_values.py")
+      << "from lazy_values_top.pkg.tables import TABLE, TRIE\n"
+         "def translate(word):\n    return TABLE[word]\n";
+  PoolOptions options = testing::TestPoolOptions(2);
+  options.extra_sys_path.push_back(dir.string());
+  options.lazy_values = {"lazy_values_top.pkg.tables.TABLE", "lazy_values_top.pkg.tables.TRIE"};
+  auto pool = InterpreterPool::Create(options);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  for (size_t i = 0; i < (*pool)->size(); ++i) {
+    auto s = (*pool)->AcquireAt(i);
+    s.Exec("import builtins, sys, types, user_of_lazy_values as u");
+    EXPECT_EQ(s.Eval("getattr(builtins, 'tables_ran', 0)").ToValue().to_int(), 0) << "interpreter " << i;
+    EXPECT_EQ(s.Eval("u.translate('cuda')").ToValue().to_str(), "hip");
+    EXPECT_EQ(s.Eval("builtins.tables_ran").ToValue().to_int(), 1);
+    EXPECT_EQ(s.Eval("u.TRIE.export()").ToValue().to_str(), "cuda|stream");
+    EXPECT_TRUE(s.Eval("'stream' in u.TABLE and len(u.TABLE) == 2 and sorted(u.TABLE) == "
+                       "['cuda', 'stream'] and u.TABLE.get('x', 'y') == 'y'").ToValue().to_bool());
+    // The module, once run, holds the real objects.
+    EXPECT_TRUE(s.Eval("type(sys.modules['lazy_values_top.pkg.tables'].TABLE) is dict")
+                    .ToValue()
+                    .to_bool());
+    EXPECT_EQ(s.Eval("builtins.tables_ran").ToValue().to_int(), 1);  // ran once
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// The default lazy values: on PyTorch 2.x importing Inductor (a
+// torch.compile'd model's first call) leaves torch.utils.hipify's CUDA-to-HIP
+// tables unbuilt (0.23 s of CPU per interpreter), and what uses them works.
+TEST(PoolTest, ImportingInductorDoesNotBuildTheHipTables) {
+  if (IsTorch1()) {
+    GTEST_SKIP() << "PyTorch 1.x has no Inductor";
+  }
+  auto pool = MakePool(2);
+  ASSERT_NE(pool, nullptr);
+  for (size_t i = 0; i < pool->size(); ++i) {
+    auto s = pool->AcquireAt(i);
+    s.Exec("import sys, types, torch._inductor.compile_fx, torch.utils.cpp_extension");
+    EXPECT_FALSE(s.Eval("type(sys.modules['torch.utils.hipify.hipify_python']) is types.ModuleType")
+                     .ToValue()
+                     .to_bool())
+        << "interpreter " << i;
+    // Used (as on a ROCm build of torch), the tables are built and answer.
+    EXPECT_EQ(s.Eval("__import__('torch._inductor.codegen.aoti_hipify_utils', fromlist=['x'])"
+                     ".maybe_hipify_code_wrapper('cudaStream_t s; ', force_hipify=True)")
+                  .ToValue()
+                  .to_str(),
+              "hipStream_t s; ");
+    EXPECT_TRUE(s.Eval("type(sys.modules['torch.utils.hipify.hipify_python']) is types.ModuleType")
+                    .ToValue()
+                    .to_bool());
+    EXPECT_TRUE(s.Eval("torch.utils.cpp_extension.GeneratedFileCleaner(keep_intermediates=True)"
+                       ".keep_intermediates")
+                    .ToValue()
+                    .to_bool());
+  }
+}
+
 // The default lazy function: on PyTorch 2.x `import torchvision` leaves
 // torch._dynamo unrun (torchvision.ops.roi_align imports one function of it).
 TEST(PoolTest, ImportingTorchvisionDoesNotRunTorchDynamo) {

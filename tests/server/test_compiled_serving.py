@@ -134,8 +134,13 @@ class CompiledServingTest(unittest.TestCase):
         self.assertEqual(len(lines), 1, log[-3000:])
         self.assertIn("compiled_scale", lines[0])
         self.assertIn("forward", lines[0])  # the frame that recompiled, with its guard failure
-        # Inductor's cache is the one the operator named, and it is filled.
+        # Inductor's cache is the one the operator named, and it is filled:
+        # FX graphs, AOTAutograd's graphs (the pool turns that cache on), and
+        # the key of torch's sources that the runtime keeps so that a restart
+        # does not hash torch's files again.
         self.assertTrue(os.path.isdir(os.path.join(self.cache, "fxgraph")), os.listdir(self.cache))
+        self.assertTrue(os.listdir(os.path.join(self.cache, "aotautograd")), os.listdir(self.cache))
+        self.assertEqual(len(os.listdir(os.path.join(self.cache, "manypy_torch_key"))), 1)
 
     def test_a_server_without_the_compiler_refuses_the_model_naming_it(self):
         server = Server(self.repository, self.cache, env={"CXX": "/nonexistent/manypy-test-c++"})

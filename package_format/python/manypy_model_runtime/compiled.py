@@ -2,12 +2,15 @@
 # compiler before a model's heap is measured, refusing a server without the
 # toolchain Inductor compiles with, and counting recompilations.
 import ctypes
+import functools
+import hashlib
 import importlib
 import importlib.util
 import os
 import shutil
 import sys
 import sysconfig
+import threading
 import weakref
 
 import torch
@@ -58,6 +61,7 @@ def track_if_compiled(model, name):
     _track_recompiles()
     _threads_at_run_time()
     _vector_isa_without_subprocess_checks()
+    _torch_key_kept_in_cache()
     _compiled.add(model)
 
 
@@ -148,6 +152,67 @@ def _vector_isa_without_subprocess_checks():
         pass  # a torch with SLEEF linked in (PyPI's wheels) exports it itself
     config = importlib.import_module("torch._inductor.config")
     config.cpp.vec_isa_ok = True
+
+
+def _torch_key_kept_in_cache():
+    """Keeps Inductor's torch_key in its cache folder, computed once per
+    installation of torch instead of once per interpreter per start.
+    torch_key (2.6 torch/_inductor/codecache.py:712-744) reads and hashes
+    every module of torch (its .py files and its extension modules' .so,
+    about 40 MB) for the FX graph cache's key (codecache.py:861), in every
+    process: 0.6-1.0 s of every interpreter's first compile, a third of a
+    warm restart's cache lookups. The kept key is named by a fingerprint of
+    torch's files (path, size, modification time of each: what CPython's own
+    .pyc check trusts, PEP 552), which any changed, added or removed file
+    changes; walking them costs about 0.05 s. The key itself is still
+    torch's, computed by torch_key where no file names the fingerprint."""
+    codecache = importlib.import_module("torch._inductor.codecache")
+    if getattr(codecache, "_manypy_keeps_torch_key", False):
+        return
+    compute = codecache.torch_key
+    cache_dir = importlib.import_module("torch._inductor.runtime.cache_dir_utils").cache_dir
+
+    @functools.lru_cache(None)
+    def torch_key():
+        folder = os.path.join(cache_dir(), "manypy_torch_key")
+        path = os.path.join(folder, _files_fingerprint(codecache._TORCH_PATH))
+        try:
+            with open(path, "rb") as f:
+                key = f.read()
+            if len(key) == hashlib.sha256().digest_size:
+                return key
+        except OSError:
+            pass  # not kept yet (or unreadable): compute it
+        key = compute()
+        try:
+            os.makedirs(folder, exist_ok=True)
+            temporary = f"{path}.{os.getpid()}.{threading.get_native_id()}"  # interpreters share the pid
+            with open(temporary, "wb") as f:
+                f.write(key)
+            os.replace(temporary, path)  # whole or absent for a reader
+        except OSError:
+            pass  # a read-only cache: computed again at the next start
+        return key
+
+    codecache.torch_key = torch_key
+    codecache._manypy_keeps_torch_key = True
+
+
+def _files_fingerprint(root):
+    """A hex digest of the path, size and modification time of every file
+    under `root`."""
+    digest = hashlib.sha256(torch.__version__.encode())
+    folders = [root]
+    while folders:
+        folder = folders.pop()
+        with os.scandir(folder) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                    continue
+                stat = entry.stat()
+                digest.update(f"{entry.path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
 
 
 def is_compiled(model):
