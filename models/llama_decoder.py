@@ -134,29 +134,33 @@ def rotary(x, cos, sin):
     return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
 
 
-class Group:
-    """Requests of one pass whose attention runs together, their tokens
-    packed at rows lo..hi of the pass: request i's n_i tokens one after
-    another. Its attention pads each request's run to the group's longest
-    (width), so the requests that decode (one new token each) form a group of
-    their own, apart from those that prefill a prompt: mixed into one group,
-    each decoding request's single query would be padded to the longest
-    prompt, every padded query reading its whole cache (make
-    bench-decoder-step's "1 joining 7 decoding": 0.94x the mixed group's CPU
-    time with caches of about 30 positions, 0.82x at about 200)."""
+class Pass:
+    """What one forward pass over a batch shares between its blocks: the new
+    tokens packed one after another (request i's n_i tokens at rows
+    offsets[i]..), each token's request, KV-cache slot and position, and the
+    attention bias (0 where a query may see a key, -inf elsewhere)."""
 
-    def __init__(self, lo, states, lengths):
-        self.lo, self.hi = lo, lo + sum(lengths)
+    def __init__(self, states, new, cos, sin):
+        lengths = [len(t) for t in new]
         self.batch, self.width = len(states), max(lengths)  # requests, longest new run
         self.decode = self.width == 1  # every request one token: no padding at all
-        rows, cols, first = [], [], []
+        rows, cols, slot_of, position_of, first = [], [], [], [], []
         for i, (s, n) in enumerate(zip(states, lengths)):
             rows += [i] * n
             cols += range(n)
+            slot_of += [s.slot] * n
+            position_of += range(s.position, s.position + n)
             first.append(s.position)
+        self.tokens = torch.tensor([t for run in new for t in run])
+        positions = torch.tensor(position_of)
+        self.slot_of = torch.tensor(slot_of)
+        self.position_of = positions
         self.slots = torch.tensor([s.slot for s in states])
         self.keys = max(f + n for f, n in zip(first, lengths))  # cache length to read
+        self.last = torch.tensor([o - 1 for o in _running_sum(lengths)])  # each request's last token
         self.rows, self.cols = torch.tensor(rows), torch.tensor(cols)
+        self.cos = cos.index_select(0, positions)[:, None]
+        self.sin = sin.index_select(0, positions)[:, None]
         # Query (request i, new token j) sits at position first[i] + j and sees
         # the keys up to it: its request's cache and its own run, causally.
         # Padded queries (j >= n_i) see finite keys too and are dropped.
@@ -177,35 +181,12 @@ class Group:
         return x.squeeze(1) if self.decode else x[self.rows, self.cols]
 
 
-class Pass:
-    """What one forward pass over a batch shares between its blocks: the new
-    tokens packed one after another (the decoding requests' first, then the
-    joiners' prompts), each token's KV-cache slot and position, the index of
-    each request's last token (in the states' order), and the attention
-    groups (Group: the decoding requests, the prefilling ones)."""
-
-    def __init__(self, states, new, cos, sin):
-        order = sorted(range(len(states)), key=lambda i: len(new[i]) > 1)  # stable: decoders first
-        tokens, slot_of, position_of, last = [], [], [], [0] * len(states)
-        for i in order:
-            s, run = states[i], new[i]
-            tokens += run
-            slot_of += [s.slot] * len(run)
-            position_of += range(s.position, s.position + len(run))
-            last[i] = len(tokens) - 1
-        self.tokens = torch.tensor(tokens)
-        positions = torch.tensor(position_of)
-        self.slot_of, self.position_of = torch.tensor(slot_of), positions
-        self.last = torch.tensor(last)  # each request's last token
-        self.cos = cos.index_select(0, positions)[:, None]
-        self.sin = sin.index_select(0, positions)[:, None]
-        self.groups, lo = [], 0
-        for prefill in (False, True):
-            members = [i for i in order if (len(new[i]) > 1) == prefill]
-            if members:
-                self.groups.append(Group(lo, [states[i] for i in members],
-                                         [len(new[i]) for i in members]))
-                lo = self.groups[-1].hi
+def _running_sum(values):
+    total, out = 0, []
+    for v in values:
+        total += v
+        out.append(total)
+    return out
 
 
 class Attention(nn.Module):
@@ -224,26 +205,19 @@ class Attention(nn.Module):
         q, k, v = qk[:, :HEADS], qk[:, HEADS:], qkv[:, HEADS + KV_HEADS:]
         keys.transpose(1, 2).index_put_((p.slot_of, p.position_of), k)
         values.transpose(1, 2).index_put_((p.slot_of, p.position_of), v)
-        y = [self.attend(q[g.lo:g.hi], g, keys, values) for g in p.groups]
-        return self.out(y[0] if len(y) == 1 else torch.cat(y))
-
-    @staticmethod
-    def attend(q, g, keys, values):
-        """Attention of group g's queries q [tokens, heads, head_dim] over
-        their requests' caches; [tokens, width]."""
         # Every request's cache up to the longest, [batch, kv_heads, keys, head_dim].
-        k = keys[:, :, :g.keys].index_select(0, g.slots)
-        v = values[:, :, :g.keys].index_select(0, g.slots)
+        k = keys[:, :, :p.keys].index_select(0, p.slots)
+        v = values[:, :, :p.keys].index_select(0, p.slots)
         # Grouped-query attention without copying keys: query heads
         # g*G..g*G+G-1 share key/value head g (G = HEADS // KV_HEADS).
         group = HEADS // KV_HEADS
-        q = g.pad(q).view(g.batch, g.width, KV_HEADS, group, HEAD_DIM).permute(0, 2, 3, 1, 4)
-        q = q.reshape(g.batch, KV_HEADS, group * g.width, HEAD_DIM)
-        scores = (q @ k.transpose(-1, -2)).view(g.batch, KV_HEADS, group, g.width, g.keys)
-        scores = torch.softmax(scores / math.sqrt(HEAD_DIM) + g.bias, dim=-1)
-        y = scores.view(g.batch, KV_HEADS, group * g.width, g.keys) @ v
-        y = y.view(g.batch, KV_HEADS, group, g.width, HEAD_DIM).permute(0, 3, 1, 2, 4)
-        return g.unpad(y.reshape(g.batch, g.width, WIDTH))
+        q = p.pad(q).view(p.batch, p.width, KV_HEADS, group, HEAD_DIM).permute(0, 2, 3, 1, 4)
+        q = q.reshape(p.batch, KV_HEADS, group * p.width, HEAD_DIM)
+        scores = (q @ k.transpose(-1, -2)).view(p.batch, KV_HEADS, group, p.width, p.keys)
+        scores = torch.softmax(scores / math.sqrt(HEAD_DIM) + p.bias, dim=-1)
+        y = scores.view(p.batch, KV_HEADS, group * p.width, p.keys) @ v
+        y = y.view(p.batch, KV_HEADS, group, p.width, HEAD_DIM).permute(0, 3, 1, 2, 4)
+        return self.out(p.unpad(y.reshape(p.batch, p.width, WIDTH)))
 
 
 class Block(nn.Module):
