@@ -105,7 +105,7 @@ void StreamInferReactor::Enqueue(Outgoing out, bool final) {
     // Not on this thread, which is most often the worker of a running batch
     // with the other streams' responses and the next step to compute: a
     // write costs it 20-25 us (framing, the socket's send, waking the
-    // reader); one thread starting every idle stream's write took 8% less
+    // reader); one thread starting every idle stream's write took 10% less
     // server CPU per token at 16 streams and kept it off the model's core
     // (docs/benchmarks.md, text generation).
     writes_->Post([this] { StartQueuedWrite(); });
