@@ -168,7 +168,7 @@ GrpcFrontend::ModelStreamInfer(Ctx* ctx) {
   if (Status denied = Authorize(ctx, AccessScope::kInference); !denied.ok()) {
     return new RefusedStreamReactor(ToGrpcStatus(denied));
   }
-  return new StreamInferReactor(ctx, server_);
+  return new StreamInferReactor(ctx, server_, &stream_writes_);
 }
 
 GrpcFrontend::Reactor* GrpcFrontend::SystemSharedMemoryStatus(

@@ -1,11 +1,13 @@
 // GrpcFrontend: the Open Inference Protocol's GRPCInferenceService as a thin
 // stateless shell over InferenceServer: take the call's token and deadline,
 // call the core, convert the status once. Thread-safe (callback API: no
-// thread per in-flight request, none of its own for repository changes).
+// thread per in-flight request, none of its own for repository changes; one
+// that starts ModelStreamInfer's writes: see grpc_stream.h).
 #pragma once
 
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/core/inference_server.h"
+#include "server/lifecycle/background_thread.h"
 
 namespace manypy {
 
@@ -53,6 +55,9 @@ class GrpcFrontend final : public inference::GRPCInferenceService::CallbackServi
   Status Authorize(const Ctx* ctx, AccessScope scope) const;
 
   InferenceServer* const server_;
+  /// Starts the stream calls' writes that a model's worker queued (normal
+  /// priority); outlives every call (the server is destroyed first).
+  BackgroundThread stream_writes_{"manypy-grpc-wr", 0};
 };
 
 }  // namespace manypy

@@ -6,8 +6,11 @@
 // asked for it with triton_enable_empty_final_response, an empty response
 // with triton_final_response=true, as Triton's decoupled models answer.
 // Errors go in error_message (the stream stays open). Writes are serialized;
-// a streaming request holds at most StreamWindow's capacity unwritten. The
-// reactor deletes itself when gRPC is done with it.
+// a streaming request holds at most StreamWindow's capacity unwritten. A
+// write that starts while none is in flight is started on the frontend's
+// write thread (`writes`), not on the thread that queued the response (a
+// model's worker); the next ones start from OnWriteDone on gRPC's threads.
+// The reactor deletes itself when gRPC is done with it.
 #pragma once
 
 #include <deque>
@@ -19,6 +22,7 @@
 #include "common/mutex.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/core/inference_server.h"
+#include "server/lifecycle/background_thread.h"
 
 namespace manypy {
 
@@ -34,7 +38,9 @@ class StreamInferReactor final
     : public grpc::ServerBidiReactor<inference::ModelInferRequest,
                                      inference::ModelStreamInferResponse> {
  public:
-  StreamInferReactor(grpc::CallbackServerContext* ctx, InferenceServer* server);
+  /// `writes` (the frontend's) must outlive the call.
+  StreamInferReactor(grpc::CallbackServerContext* ctx, InferenceServer* server,
+                     BackgroundThread* writes);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -50,6 +56,8 @@ class StreamInferReactor final
   /// Queues one response; `final` ends its request (which may end the call).
   void Enqueue(Outgoing out, bool final);
   void MaybeFinishLocked() REQUIRES(mu_);
+  /// On the write thread: writes outbox_'s front (queued by Enqueue).
+  void StartQueuedWrite();
   /// The final answer to one request: its error, its one response (ordinary
   /// model), or (streaming model) the empty final response if asked for.
   void Reply(const Status& status, const inference::ModelInferRequest& wire,
@@ -57,11 +65,14 @@ class StreamInferReactor final
 
   grpc::CallbackServerContext* const ctx_;
   InferenceServer* const server_;
+  BackgroundThread* const writes_;
   inference::ModelInferRequest incoming_;  // owned by the read in flight
 
   Mutex mu_;
   std::deque<Outgoing> outbox_ GUARDED_BY(mu_);                      // front() is being written
   std::set<std::shared_ptr<StreamWindow>> windows_ GUARDED_BY(mu_);  // of requests not yet answered
+  // A write is in flight or queued on writes_ (so the call cannot finish
+  // before it ran: the reactor outlives the task that refers to it).
   bool writing_ GUARDED_BY(mu_) = false;
   bool reads_done_ GUARDED_BY(mu_) = false;
   bool broken_ GUARDED_BY(mu_) = false;  // a write failed or the call was cancelled

@@ -28,8 +28,9 @@ import torch  # noqa: E402
 
 from paired_rounds import bootstrap_interval  # noqa: E402
 
-CASES = (("decode 1 wide", 1, False), ("decode 16 wide", 16, False), ("1 joining", 1, True),
-         ("16 joining", 16, True))
+# (case, requests decoding, requests joining)
+CASES = (("decode 1 wide", 1, 0), ("decode 8 wide", 8, 0), ("decode 16 wide", 16, 0),
+         ("1 joining", 0, 1), ("16 joining", 0, 16), ("1 joining 7 decoding", 7, 1))
 
 
 def load(path, name):
@@ -44,21 +45,17 @@ def inputs(i):
             torch.tensor([i % 8]))
 
 
-def step_ms(model, width, joining, repeats):
-    """Median thread CPU time of one step, ms."""
+def step_ms(model, decoding, joining, repeats):
+    """Median thread CPU time of one step of `decoding` running requests and
+    `joining` new ones (their start() calls included), ms."""
     times = []
-    states = [model.start(*inputs(i)) for i in range(width)]
-    for _ in range(20):  # caches of about 30 positions, as in make bench-generate
+    states = [model.start(*inputs(i)) for i in range(decoding)]
+    for _ in range(20 if states else 0):  # caches of about 30 positions, as in make bench-generate
         model.step(states)
     for _ in range(repeats):
-        if joining:  # their start() calls included
-            start = time.thread_time()
-            model.step([model.start(*inputs(i)) for i in range(width)])
-            times.append(time.thread_time() - start)
-        else:
-            start = time.thread_time()
-            model.step(states)
-            times.append(time.thread_time() - start)
+        start = time.thread_time()
+        model.step(states + [model.start(*inputs(i)) for i in range(joining)])
+        times.append(time.thread_time() - start)
     return statistics.median(times) * 1e3
 
 
@@ -83,8 +80,8 @@ def main():
         with torch.inference_mode():
             for r in range(args.rounds):
                 order = list(sides) if r % 2 == 0 else list(sides)[::-1]
-                measured = {side: {case: step_ms(models[side], width, joining, args.repeats)
-                                   for case, width, joining in CASES} for side in order}
+                measured = {side: {case: step_ms(models[side], decoding, joining, args.repeats)
+                                   for case, decoding, joining in CASES} for side in order}
                 rounds.append(measured)
                 print(f"[decoder_step] round {r + 1}: " + "; ".join(
                     f"{side} " + ", ".join(f"{c} {v:.2f} ms" for c, v in m.items())

@@ -227,9 +227,11 @@ def main():
     out += [f"| {r['target']} | {r['measured']} | {describe(r)} | **{r['verdict']['verdict']}** |"
             for r in rows]
     counts = {k: sum(r["verdict"]["verdict"] == k for r in rows)
-              for k in ("holds", "misses", "inconclusive")}
+              for k in ("holds", "misses", "inconclusive", "reported")}
     out += ["", f"{counts['holds']} hold, {counts['misses']} miss, "
-                f"{counts['inconclusive']} inconclusive."]
+                f"{counts['inconclusive']} inconclusive"
+                + (f"; {counts['reported']} reported beside them, not judged." if counts["reported"]
+                   else ".")]
     out += ["", "## Serving: manypy and what users would run instead", "",
             "- manypy: manypy-server, one interpreter per core, the Python archive.",
             "- manypy-torchscript: the same model compiled with torch.jit.script, served by "
