@@ -128,7 +128,7 @@ bench-aoti: build
 # baseline build): bench-overhead's served small model, bench-many-models' Zipf
 # traffic, and the figures of make bench, bench-batching and bench-python-native,
 # AFTER/BEFORE ratios with intervals: nothing got slower. All of it takes about
-# 20 minutes: BUILDS_FLAGS="--only serving,batching" runs a part.
+# 15 minutes: BUILDS_FLAGS="--only serving,python_native" runs a part (4 min).
 bench-builds: build
 	/usr/bin/python3 tests/bench/bench_builds.py --before $(BEFORE) --after $(BUILD) \
 	  --out bench-results/builds.json $(BUILDS_FLAGS)
