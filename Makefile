@@ -125,11 +125,13 @@ bench-aoti: build
 	/usr/bin/python3 tests/bench/bench_aoti.py --build $(BUILD) --out bench-results/aoti.json
 
 # Two builds of the server side by side in alternated rounds (BEFORE=folder of the
-# baseline build): bench-overhead's served small model and bench-many-models' Zipf
-# traffic, AFTER/BEFORE ratios with intervals: nothing got slower.
+# baseline build): bench-overhead's served small model, bench-many-models' Zipf
+# traffic, and the figures of make bench, bench-batching and bench-python-native,
+# AFTER/BEFORE ratios with intervals: nothing got slower. All of it takes about
+# 15 minutes: BUILDS_FLAGS="--only serving,python_native" runs a part (4 min).
 bench-builds: build
 	/usr/bin/python3 tests/bench/bench_builds.py --before $(BEFORE) --after $(BUILD) \
-	  --out bench-results/builds.json
+	  --out bench-results/builds.json $(BUILDS_FLAGS)
 
 bench-many-models: build
 	mkdir -p bench-results

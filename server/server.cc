@@ -239,6 +239,7 @@ Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervi
   Dispatcher::Options dispatch;
   dispatch.slots = p.pool->size();
   dispatch.run_here_below = std::chrono::microseconds(options.run_to_completion_below_us);
+  dispatch.run_here_quiet = std::chrono::microseconds(options.run_to_completion_quiet_us);
   p.dispatcher = std::make_unique<Dispatcher>(dispatch);
 
   if (options.response_cache_bytes > 0) {

@@ -118,6 +118,9 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
   } else if (flag == "run-to-completion-below-us") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 1000000, &n));
     o->run_to_completion_below_us = n;
+  } else if (flag == "run-to-completion-quiet-us") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 1000000, &n));
+    o->run_to_completion_quiet_us = n;
   } else if (flag == "max-execution-seconds") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 0, 86400 * 365, &n));
     o->serving.max_execution_seconds = n;
@@ -290,6 +293,12 @@ Inference Protocol (KServe v2 / Triton gRPC) and grpc.health.v1.
                              at most 1000000): less latency and CPU at low
                              concurrency, less throughput for a tiny model at
                              high concurrency (docs/benchmarks.md)
+  --run-to-completion-quiet-us=US
+                             ... and only when nothing else is queued or running
+                             and no call ended within US microseconds (default
+                             50; 0: no such rule): requests that arrive together
+                             go to the workers instead of running one after
+                             another on the thread that read them
   --warmup-runs=N            calls with inputs made from the signature that each
                              interpreter runs on a model before it is READY
                              (default 1; 0: none)

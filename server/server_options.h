@@ -62,6 +62,9 @@ struct ServerOptions {
   /// Run to completion (Dispatcher::SubmitOrRunHere) for models whose calls
   /// lately took less than this; 0: off (every call goes to a worker).
   int64_t run_to_completion_below_us = 0;
+  /// ... and only into a dispatcher that is quiet: nothing else queued or
+  /// running, no execution ended within this long (Dispatcher::Options::run_here_quiet).
+  int64_t run_to_completion_quiet_us = 50;
   /// OpenTelemetry tracing (off by default; refused where not built in).
   TracingOptions tracing;
   /// Read by the launcher (supervisor/launch_options.h), which runs a small

@@ -36,6 +36,17 @@ class Dispatcher {
     /// (docs/benchmarks.md, "Request path overhead"), so 1000 keeps that
     /// risk to calls it is a tenth of at least.
     std::chrono::microseconds run_here_below{0};
+    /// With run_here_below set, SubmitOrRunHere runs a call on the submitting
+    /// thread only when nothing else is queued or running and no execution
+    /// ended within this long (zero: no such rule; manypy-server's default:
+    /// 50 us, --run-to-completion-quiet-us). A frontend thread that has just
+    /// answered a call here and at once takes the next request is most
+    /// likely working through requests that arrived together (gRPC hands a
+    /// callback thread all of one read's requests): run here, they would run
+    /// one after another on that thread while the workers beside it idle
+    /// (the trivial model lost 30% of its throughput at concurrency 16;
+    /// docs/benchmarks.md, "Run to completion at concurrency 16").
+    std::chrono::microseconds run_here_quiet{0};
   };
 
   explicit Dispatcher(Options options);
@@ -200,6 +211,7 @@ class Dispatcher {
   /// Drops `drops` on `slot`, which this worker holds (mu_ released meanwhile).
   void DropStates(size_t slot, std::vector<SlotTable::StateDrop> drops) REQUIRES(mu_);
   Clock::time_point watchdog_wake_ GUARDED_BY(mu_);
+  Clock::time_point last_end_ GUARDED_BY(mu_){};  // the last execution's end (run_here_quiet)
   bool draining_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;

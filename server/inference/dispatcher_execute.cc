@@ -45,6 +45,7 @@ void Dispatcher::Execute(size_t slot, const ExecutionPtr& execution) {
   mu_.Lock();
   const Clock::time_point finished = Clock::now();
   if (!execution->streaming) NoteExecutionTime(model, finished - execution->started);
+  last_end_ = finished;
   std::vector<std::string> ended = model.scheduler_->ExecutionEnded(slot, finished);
   if (!ended.empty()) {
     // A sequence ended: its state goes now, from the interpreter that held

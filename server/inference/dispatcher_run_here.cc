@@ -18,6 +18,14 @@ bool Dispatcher::RunsHere(const DispatchedModel& model) const {
 
 std::optional<size_t> Dispatcher::SlotToRunHere(const DispatchedModel& model) const {
   if (draining_ || !RunsHere(model)) return std::nullopt;
+  if (options_.run_here_quiet.count() > 0) {
+    // Only into a quiet dispatcher: nothing running, nothing queued but the
+    // request just queued, and no execution ended just now (Options).
+    if (!running_.empty()) return std::nullopt;
+    size_t queued = 0;
+    for (const auto& m : models_) queued += m->scheduler_->queued();
+    if (queued > 1 || Clock::now() - last_end_ < options_.run_here_quiet) return std::nullopt;
+  }
   // Any slot whose worker waits for work (from the last: a fixed order
   // keeps one interpreter's caches warm for these calls at low load).
   for (size_t n = slots_.size(); n-- > 0;) {

@@ -14,30 +14,42 @@ servers up at once and the traffic alternating between them round by round
   many_models  bench-many-models' on-demand server: 100 models of 8 MiB, a
                budget of about 20, Zipf (s = 1.1) traffic at concurrency 8;
                per round requests/s and warm p50 latency.
+  serving, batching, python_native
+               the figures of make bench, bench-batching and
+               bench-python-native (tests/bench/bench_builds_suites.py says
+               which), on the archives of --repository.
+
+--only picks scenarios (comma-separated; all by default, which takes longer
+than one exclusive lock should be held: run them a few at a time).
 
 Per scenario and figure, the per-round ratio AFTER / BEFORE: its median with a
 bootstrap 90% interval and a verdict against "no slower than 0.95x" (CPU and
 latency: "no more than 1.05x"): holds, misses or inconclusive.
 
     /usr/bin/python3 tests/bench/bench_builds.py --before /tmp/before-build \\
-        --after build --out bench-results/builds.json
+        --after build --out bench-results/builds.json --only serving
 """
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python")]
+sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python"),
+                os.path.join(REPO, "clients", "python")]
 
 from bench_common import start_manypy  # noqa: E402
 from bench_many_models import Server, Traffic, percentile, zipf_picker  # noqa: E402
 from bench_overhead import package_small_net, server_window  # noqa: E402
 from paired_rounds import verdict, write_verdicts  # noqa: E402
+import bench_builds_suites as suites  # noqa: E402
 import many_models  # noqa: E402
+
+SCENARIOS = ("overhead", "many_models", "serving", "batching", "python_native")
 
 NOT_SLOWER = 0.95   # AFTER's throughput at least this share of BEFORE's
 NOT_COSTLIER = 1.05  # AFTER's CPU per inference and latency at most this multiple
@@ -115,6 +127,20 @@ def many(args, folder):
     }
 
 
+def suite_verdicts(measured):
+    """{figure: verdict} of one bench_builds_suites scenario's rounds."""
+    out = {}
+    for figure, higher_is_better in measured.pop("figures"):
+        ratios = [r["after"][figure] / r["before"][figure] for r in measured["rounds"]]
+        out[figure] = verdict(ratios, NOT_SLOWER if higher_is_better else NOT_COSTLIER,
+                              higher_is_better)
+        out[figure]["before_median"] = statistics.median(r["before"][figure]
+                                                         for r in measured["rounds"])
+        out[figure]["after_median"] = statistics.median(r["after"][figure]
+                                                        for r in measured["rounds"])
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--before", required=True, help="build folder of the baseline")
@@ -124,25 +150,63 @@ def main():
     p.add_argument("--overhead-seconds", type=float, default=3.0)
     p.add_argument("--many-seconds", type=float, default=15.0)
     p.add_argument("--models", type=int, default=100)
-    p.add_argument("--only", choices=["overhead", "many_models"], default=None)
+    p.add_argument("--only", default=",".join(SCENARIOS),
+                   help=f"comma-separated scenarios of: {', '.join(SCENARIOS)}")
+    p.add_argument("--repository", default=None,
+                   help="archives for serving, batching and python_native (default: "
+                        "AFTER's model-repository, else BEFORE's)")
+    p.add_argument("--window-scale", type=float, default=1.0,
+                   help="multiplies those scenarios' windows (0.3 for a quick smoke run)")
+    p.add_argument("--serving-models", default="",
+                   help="comma-separated: only these models of the serving scenario")
+    p.add_argument("--streams", type=int, default=40,
+                   help="char_lm streams per protocol and concurrency, per side and round")
     args = p.parse_args()
+    only = args.only.split(",")
+    unknown = set(only) - set(SCENARIOS)
+    if unknown:
+        p.error(f"--only: unknown scenario(s) {', '.join(sorted(unknown))}")
+    repository = args.repository or next(
+        (r for r in (os.path.join(args.after, "model-repository"),
+                     os.path.join(args.before, "model-repository")) if os.path.isdir(r)), None)
+    binaries = {side: binary(getattr(args, side)) for side in suites.SIDES}
     perf = os.path.join(args.after, "bin", "manypy-perf")
     sys.path.insert(0, os.path.join(args.after, "python"))
-    result = {"cpus": os.cpu_count(), "before": os.path.abspath(args.before),
+    result = {"cpus": os.cpu_count(), "load_average": os.getloadavg(),
+              "before": os.path.abspath(args.before),
               "after": os.path.abspath(args.after), "rounds": args.rounds,
               "note": "per-round ratios AFTER / BEFORE, both servers up at once, sides alternated"}
     targets = []
     with tempfile.TemporaryDirectory(prefix="manypy-bench-builds-") as folder:
         started = time.monotonic()
-        if args.only in (None, "overhead"):
+        if "overhead" in only:
             result["overhead"] = overhead(args, folder, perf)
             for ratio, v in result["overhead"].pop("targets").items():
                 targets.append(dict(v, model="small_net (bench-overhead's server)", ratio=ratio))
-        if args.only in (None, "many_models"):
+        if "many_models" in only:
             result["many_models"] = many(args, folder)
             for ratio, v in result["many_models"].pop("targets").items():
                 targets.append(dict(v, model=f"{args.models} models on demand (bench-many-models)", ratio=ratio))
+        runs = {"serving": lambda: suites.serving(binaries, repository, perf, args.rounds,
+                                                  args.window_scale,
+                                                  [m for m in args.serving_models.split(",") if m]),
+                "batching": lambda: suites.batching(binaries, repository, perf, args.rounds,
+                                                    args.window_scale),
+                "python_native": lambda: suites.python_native(binaries, repository, folder,
+                                                              args.rounds, args.window_scale,
+                                                              args.streams)}
+        for name in (n for n in SCENARIOS if n in runs and n in only):
+            if repository is None:
+                raise SystemExit(f"{name} needs --repository (make models in AFTER or BEFORE)")
+            result[name] = runs[name]()
+            for figure, v in suite_verdicts(result[name]).items():
+                targets.append(dict(v, model=f"{name}: {figure}", ratio="after_over_before"))
+            if result[name].get("streams_lost_or_reordered"):
+                targets.append({"model": f"{name}: char_lm streams lost or reordered",
+                                "ratio": "count", "median": result[name]["streams_lost_or_reordered"],
+                                "target": 0, "higher_is_better": False, "verdict": "misses"})
         result["seconds"] = round(time.monotonic() - started)
+        result["load_average_after"] = os.getloadavg()
     result["targets"] = targets
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     missed = write_verdicts(result, args.out)

@@ -74,6 +74,7 @@ sys.path[:0] = [HERE, os.path.join(os.path.dirname(os.path.dirname(HERE)), "pack
 
 from bench_common import cpu_seconds, perf_window, start_manypy  # noqa: E402
 from paired_rounds import bootstrap_interval, verdict  # noqa: E402
+import thread_counters  # noqa: E402
 
 THROUGHPUT_TARGET = 0.7  # server inferences/s over pool calls/s, at least
 CPU_TARGET = 1.3         # server CPU per inference over pool CPU per call, at most
@@ -157,10 +158,35 @@ def start_bare(binary):
     return proc, int(line.rsplit(":", 1)[1])
 
 
-def server_window(perf, port, pid, model, concurrency, seconds, protocol="grpc"):
+def model_stats(http_port, model):
+    """The model's statistics (KServe v2 / Triton's /v2/models/NAME/stats):
+    {"success" | "queue" | "compute_input" | "compute_infer" |
+    "compute_output": (count, ns)}."""
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v2/models/{model}/stats",
+                                timeout=10) as r:
+        stats = json.load(r)["model_stats"][0]["inference_stats"]
+    return {k: (int(v.get("count", 0)), int(v.get("ns", 0))) for k, v in stats.items()}
+
+
+def stage_us(before, after):
+    """Per request, the microseconds of wall time each stage took between two
+    model_stats: decoding and preparing (compute_input: received to
+    prepared), queueing, the model's call (compute_infer), encoding and
+    replying (compute_output: computed to finished)."""
+    out = {}
+    for key in ("compute_input", "queue", "compute_infer", "compute_output"):
+        n = after[key][0] - before[key][0]
+        out[key] = (after[key][1] - before[key][1]) / 1e3 / n if n > 0 else 0.0
+    return out
+
+
+def server_window(perf, port, pid, model, concurrency, seconds, protocol="grpc", stats_port=None):
     # No warm-up window (the server is warm from the rounds before), so the
     # server's CPU read around manypy-perf's whole run is the window's, give
     # or take connecting.
+    stats_start = model_stats(stats_port, model) if stats_port else None
+    threads_start = thread_counters.snapshot(pid)
     cpu_start = cpu_seconds(pid)
     client_start = resource.getrusage(resource.RUSAGE_CHILDREN)
     # --async: one client thread keeps every request in flight, so the load
@@ -171,6 +197,9 @@ def server_window(perf, port, pid, model, concurrency, seconds, protocol="grpc")
     record = perf_window(perf, port, model, concurrency, seconds, protocol=protocol, warmup=0,
                          extra=["--async"] if protocol == "grpc" else [])
     cpu = cpu_seconds(pid) - cpu_start
+    threads = thread_counters.per_request(threads_start, thread_counters.snapshot(pid),
+                                          record["requests"])
+    stages = stage_us(stats_start, model_stats(stats_port, model)) if stats_port else None
     # manypy-perf has ended and been waited for, so the children's rusage now
     # holds it (the server and the pool still run: neither is in it).
     client_end = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -179,7 +208,41 @@ def server_window(perf, port, pid, model, concurrency, seconds, protocol="grpc")
     return {"per_s": record["infer_per_s"], "cpu_us": cpu / record["requests"] * 1e6,
             "client_cpu_us": client / record["requests"] * 1e6,
             "requests": record["requests"], "p50_ms": record["p50_ms"], "p99_ms": record["p99_ms"],
-            "p50_us": record["p50_ms"] * 1e3}
+            "p50_us": record["p50_ms"] * 1e3, "threads": threads, "stages_us": stages}
+
+
+def thread_summary(rounds, side):
+    """Per thread kind of `side`'s process, the median over the rounds of its
+    CPU per request and its context switches per request."""
+    kinds = sorted({k for r in rounds for k in r[side]["threads"]})
+    out = {}
+    for kind in kinds:
+        got = [r[side]["threads"].get(kind) for r in rounds]
+        got = [g for g in got if g is not None]
+        out[kind] = {key: statistics.median(g[key] for g in got)
+                     for key in ("threads", "cpu_us", "voluntary", "involuntary")}
+    return out
+
+
+def stage_summary(rounds, side):
+    """The median over the rounds of each stage's wall time per request (stage_us)."""
+    got = [r[side]["stages_us"] for r in rounds if r[side].get("stages_us")]
+    return {key: statistics.median(g[key] for g in got) for key in got[0]} if got else None
+
+
+def print_threads(result, sides):
+    for side in sides:
+        stages = result["stages_us"].get(side)
+        if stages:
+            print(f"{side}'s stages per request (model statistics, wall time): "
+                  + ", ".join(f"{k} {v:.1f} us" for k, v in stages.items()))
+        print(f"where {side}'s server CPU per request goes (median round, per thread kind):")
+        for kind, k in result["threads"][side].items():
+            if k["cpu_us"] < 0.5 and k["voluntary"] < 0.05:
+                continue
+            print(f"  {kind:<24} x{k['threads']:<3.0f} {k['cpu_us']:7.1f} us  "
+                  f"{k['voluntary']:5.2f} voluntary + {k['involuntary']:5.2f} involuntary "
+                  f"switches")
 
 
 def main():
@@ -279,11 +342,12 @@ def main():
                     measured["pool"] = pool.window(a.seconds)
                 elif side == "server":
                     measured["server"] = server_window(perf, ports["grpc"], server.pid, a.model,
-                                                       a.concurrency, a.seconds)
+                                                       a.concurrency, a.seconds,
+                                                       stats_port=ports["http"])
                 elif side in path_sides:
                     proc, port, model, conc, protocol = path_sides[side]
                     measured[side] = server_window(perf, port, proc.pid, model, conc, a.seconds,
-                                                   protocol)
+                                                   protocol, ports["http"] if proc is server else None)
                 else:
                     ratio = float(side.split()[1])
                     proc, traced_ports = traced[ratio]
@@ -352,6 +416,10 @@ def main():
         "throughput": verdict([r["throughput_ratio"] for r in rounds], THROUGHPUT_TARGET, True),
         "cpu_per_inference": verdict([r["cpu_ratio"] for r in rounds], CPU_TARGET, False),
     }
+    result["threads"] = {side: thread_summary(rounds, side)
+                         for side in ["server"] + list(path_sides)}
+    result["stages_us"] = {side: stage_summary(rounds, side)
+                           for side in ["server"] + list(path_sides)}
     if trivial:
         for side in path_sides:
             result[side] = {key: summary(side, key) for key in ("cpu_us", "per_s", "p50_us")}
@@ -397,6 +465,7 @@ def main():
         print(f"p50 latency at concurrency 1 over gRPC: trivial model "
               f"{result['trivial_c1']['p50_us']['median']:.0f} us, bare server "
               f"{result['bare_c1']['p50_us']['median']:.0f} us")
+    print_threads(result, ["server"] + [s for s in ("trivial", "bare") if s in path_sides])
     for key, what in (("throughput_ratio_at_pool_cpu", "a server costing what the pool does"),
                       ("throughput_ratio_at_cpu_target",
                        f"a server at {CPU_TARGET}x the pool's CPU")):

@@ -134,6 +134,70 @@ TEST(DispatcherRunHereTest, AModelWhoseCallsTakeLongerThanTheBoundGoesToAWorker)
   EXPECT_NE(answerers.Get()[0], std::this_thread::get_id());
 }
 
+// The quiet rule (Options::run_here_quiet): a request that comes while an
+// execution ended just now (here: within the hour) goes to a worker; one that
+// comes after the quiet time runs here.
+TEST(DispatcherRunHereTest, ARequestRightAfterAnExecutionEndedGoesToAWorker) {
+  auto fake = std::make_shared<FakeExecutable>(2.0);
+  Dispatcher::Options o = Always(2);
+  o.run_here_quiet = std::chrono::hours(1);
+  Dispatcher d(o);
+  auto m = MakeModel("m", fake, 2);
+  d.Add(m);
+  Warm(d, m);
+  auto answers = std::make_shared<Answers>();
+  Answerers answerers;
+  ASSERT_EQ(d.SubmitOrRunHere(m, Tracked(answers, 1, &answerers)), nullptr);
+  ASSERT_TRUE(answers->Wait(1));
+  EXPECT_NE(answerers.Get()[0], std::this_thread::get_id());
+  EXPECT_TRUE(answers->Get()[0].status.ok());
+  EXPECT_EQ(m->stats().success_count.load(), 2u);  // counted once, as ever
+}
+
+TEST(DispatcherRunHereTest, ARequestAfterTheQuietTimeRunsHere) {
+  auto fake = std::make_shared<FakeExecutable>(2.0);
+  Dispatcher::Options o = Always(2);
+  o.run_here_quiet = 1ms;
+  Dispatcher d(o);
+  auto m = MakeModel("m", fake, 2);
+  d.Add(m);
+  Warm(d, m);
+  std::this_thread::sleep_for(5ms);  // longer than the quiet time since the warm-up ended
+  auto answers = std::make_shared<Answers>();
+  Answerers answerers;
+  ASSERT_EQ(d.SubmitOrRunHere(m, Tracked(answers, 1, &answerers)), nullptr);
+  ASSERT_EQ(answers->Get().size(), 1u);  // answered before SubmitOrRunHere returned
+  EXPECT_EQ(answerers.Get()[0], std::this_thread::get_id());
+}
+
+// ... and nothing runs here beside a running call: the request goes to a
+// worker even after the quiet time.
+TEST(DispatcherRunHereTest, WhileAnotherCallRunsARequestGoesToAWorker) {
+  auto fake = std::make_shared<FakeExecutable>(2.0);
+  Dispatcher::Options o = Always(2);
+  o.run_here_quiet = 1ms;
+  Dispatcher d(o);
+  auto m = MakeModel("m", fake, 2);
+  d.Add(m);
+  Warm(d, m);
+  auto first = std::make_shared<Answers>();  // spins on a worker until released
+  ASSERT_EQ(d.Submit(m, MakeRequest(first, FakeExecutable::hang_value)), nullptr);
+  while (fake->running_.load() == 0) std::this_thread::yield();
+  std::this_thread::sleep_for(5ms);  // longer than the quiet time since the warm-up ended
+  auto answers = std::make_shared<Answers>();
+  Answerers answerers;
+  std::thread::id submitter_id;
+  std::thread submitter([&] {
+    submitter_id = std::this_thread::get_id();
+    EXPECT_EQ(d.SubmitOrRunHere(m, Tracked(answers, 2, &answerers)), nullptr);
+  });
+  ASSERT_TRUE(answers->Wait(1));  // by the other worker, the first call still running
+  submitter.join();
+  EXPECT_NE(answerers.Get()[0], submitter_id);
+  fake->release_ = true;
+  ASSERT_TRUE(first->Wait(1));
+}
+
 TEST(DispatcherRunHereTest, ABoundOfZeroNeverRunsHere) {
   auto fake = std::make_shared<FakeExecutable>(2.0);
   Dispatcher::Options o;
