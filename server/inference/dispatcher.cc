@@ -277,10 +277,15 @@ bool Dispatcher::Drain(Clock::time_point deadline) {
                              [this]() REQUIRES(mu_) { return IdleLocked(); });
 }
 
-bool Dispatcher::IdleLocked() const {
-  return running_.empty() && std::all_of(models_.begin(), models_.end(), [](auto& m) {
-           return m->scheduler_->queued() == 0;
-         });
+bool Dispatcher::IdleLocked() const { return running_.empty() && !QueuedMoreThan(0); }
+
+bool Dispatcher::QueuedMoreThan(size_t n) const {
+  size_t queued = 0;
+  for (const auto& m : models_) {
+    queued += m->scheduler_->queued();
+    if (queued > n) return true;
+  }
+  return false;
 }
 
 size_t Dispatcher::Abandon() {

@@ -194,6 +194,8 @@ class Dispatcher {
   void NoteExecutionTime(DispatchedModel& model, Clock::duration took) REQUIRES(mu_);
   /// Nothing queued or running in any model.
   bool IdleLocked() const REQUIRES(mu_);
+  /// Whether the models' queues hold more than `n` requests in all.
+  bool QueuedMoreThan(size_t n) const REQUIRES(mu_);
   /// Answers a request that left its queue unrun (ExpiredStatus).
   static void Expire(const DispatchedModel& model, RequestPtr request);
 

@@ -21,10 +21,8 @@ std::optional<size_t> Dispatcher::SlotToRunHere(const DispatchedModel& model) co
   if (options_.run_here_quiet.count() > 0) {
     // Only into a quiet dispatcher: nothing running, nothing queued but the
     // request just queued, and no execution ended just now (Options).
-    if (!running_.empty()) return std::nullopt;
-    size_t queued = 0;
-    for (const auto& m : models_) queued += m->scheduler_->queued();
-    if (queued > 1 || Clock::now() - last_end_ < options_.run_here_quiet) return std::nullopt;
+    if (!running_.empty() || QueuedMoreThan(1)) return std::nullopt;
+    if (Clock::now() - last_end_ < options_.run_here_quiet) return std::nullopt;
   }
   // Any slot whose worker waits for work (from the last: a fixed order
   // keeps one interpreter's caches warm for these calls at low load).
@@ -65,9 +63,7 @@ void Dispatcher::RunHere(size_t slot) {
   // delay, or queued meanwhile): a waiting worker takes it on, as after any
   // execution. One woken while the slot was lent waits on the slot (Return
   // woke it).
-  bool queued = false;
-  for (const auto& m : models_) queued = queued || m->scheduler_->queued() > 0;
-  if (queued && slots_.AnyIdle()) work_cv_.notify_one();
+  if (QueuedMoreThan(0) && slots_.AnyIdle()) work_cv_.notify_one();
 }
 
 bool Dispatcher::TEST_SlotIdle(size_t slot) const {
