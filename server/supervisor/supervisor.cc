@@ -77,11 +77,19 @@ class Supervisor {
 
  private:
   bool StartServing() {
-    SupervisedChild handover = sockets_;
-    handover.restarts.assign(restarts_.begin(), restarts_.end());
-    handover.reloads = reloads_;
-    serving_ = ChildProcess::Start(binary_, argv_, std::move(handover), child_mask_);
+    serving_ = StartChild(/*switching=*/false);
     return serving_.has_value();
+  }
+
+  // A serving process with the listening sockets and the counts so far;
+  // `switching`: SIGHUP's, beside the one that serves, which counts itself
+  // among the reloads (it is seen only if it takes over).
+  std::optional<ChildProcess> StartChild(bool switching) const {
+    SupervisedChild handover = sockets_;
+    handover.switching = switching;
+    handover.restarts.assign(restarts_.begin(), restarts_.end());
+    handover.reloads = reloads_ + (switching ? 1 : 0);
+    return ChildProcess::Start(binary_, argv_, std::move(handover), child_mask_);
   }
 
   int PollTimeoutMs() const {
@@ -141,11 +149,7 @@ class Supervisor {
                               "yet); send it again once it is ready");
       return;
     }
-    SupervisedChild handover = sockets_;
-    handover.switching = true;
-    handover.restarts.assign(restarts_.begin(), restarts_.end());
-    handover.reloads = reloads_ + 1;
-    replacement_ = ChildProcess::Start(binary_, argv_, std::move(handover), child_mask_);
+    replacement_ = StartChild(/*switching=*/true);
     if (replacement_) {
       Log(LogLevel::kInfo, "supervisor: SIGHUP: starting serving process " + Pid(replacement_->pid) + " (" +
                                binary_ + ") beside " + Pid(serving_->pid) +
