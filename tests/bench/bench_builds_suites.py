@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from bench_common import cpu_seconds, perf_window, start_manypy
+from bench_common import cpu_seconds, perf_window, start_manypy, status_bytes
 
 SIDES = ("before", "after")
 
@@ -45,14 +45,6 @@ BATCHING_CASES = [("mlp_loop", 64, 1.0), ("mlp_loop", 1, 1.0), ("resnet18", 16, 
 
 def side_order(r):
     return SIDES if r % 2 == 0 else tuple(reversed(SIDES))
-
-
-def peak_rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def stop(servers):
@@ -88,7 +80,7 @@ def serving(binaries, repository, perf, rounds, scale, only_models=None):
                     row[side][f"{key} server CPU us/infer"] = cpu / max(1, rec["requests"]) * 1e6
             rows.append(row)
             print(f"[builds] serving round {r + 1}/{rounds} done", flush=True)
-        peak = {side: peak_rss_bytes(servers[side][0].pid) for side in SIDES}
+        peak = {side: status_bytes(servers[side][0].pid, "VmHWM") for side in SIDES}
     finally:
         stop(servers)
     figures = []

@@ -1,5 +1,6 @@
 """What the benchmark drivers share: starting manypy-server on free ports,
-running one measurement window of manypy-perf, and a process's CPU time."""
+running one measurement window of manypy-perf, and a process's CPU time
+and memory."""
 import json
 import os
 import re
@@ -64,3 +65,11 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+
+def status_bytes(pid, field):
+    """A memory field of /proc/PID/status ("VmRSS", "VmHWM", "RssAnon"...) in
+    bytes; 0 where the process has no such field."""
+    with open(f"/proc/{pid}/status") as f:
+        found = re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M)
+    return int(found.group(1)) * 1024 if found else 0

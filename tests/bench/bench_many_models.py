@@ -47,7 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, os.path.join(REPO, "package_format", "python")]
 
-from bench_common import no_supervisor  # noqa: E402
+from bench_common import no_supervisor, status_bytes  # noqa: E402
 from paired_rounds import verdict  # noqa: E402
 import many_models  # noqa: E402
 
@@ -61,11 +61,6 @@ def percentile(values, p):
         return None
     s = sorted(values)
     return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
-
-
-def status_kb(pid, field):
-    found = re.search(field + r":\s+(\d+) kB", open(f"/proc/{pid}/status").read())
-    return int(found.group(1)) * 1024
 
 
 class Server:
@@ -87,16 +82,16 @@ class Server:
         raise SystemExit(f"manypy-server {' '.join(extra)} did not start (log: {log_path})")
 
     def rss(self):
-        return status_kb(self.proc.pid, "VmRSS")
+        return status_bytes(self.proc.pid, "VmRSS")
 
     def peak_rss(self):
-        return status_kb(self.proc.pid, "VmHWM")
+        return status_bytes(self.proc.pid, "VmHWM")
 
     def rss_parts(self):
         """The resident size by kind: the archives' sealed in-memory copies
         (shmem: the weights), the libraries' and files' pages, and the rest
         (anon: the heaps, Python's included)."""
-        return {kind: status_kb(self.proc.pid, "Rss" + kind.capitalize())
+        return {kind: status_bytes(self.proc.pid, "Rss" + kind.capitalize())
                 for kind in ("anon", "file", "shmem")}
 
     def stop(self):

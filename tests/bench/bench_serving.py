@@ -26,7 +26,6 @@ records are the median round's, with every round's figures in "rounds" (and
 import argparse
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -34,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from bench_common import cpu_seconds, no_supervisor
+from bench_common import cpu_seconds, no_supervisor, status_bytes
 from bench_targets import serving_round_plan
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -101,8 +100,7 @@ def peak_rss(pid):
     total = 0
     for p in tree(pid):
         try:
-            found = re.search(r"VmHWM:\s+(\d+) kB", open(f"/proc/{p}/status").read())
-            total += int(found.group(1)) * 1024 if found else 0
+            total += status_bytes(p, "VmHWM")
         except OSError:
             pass
     return total
