@@ -74,12 +74,17 @@ void HttpFrontend::Accept() {
   // Each connection gets its own strand: its handlers never run concurrently.
   io_->acceptor.async_accept(net::make_strand(io_->context), [this](boost::system::error_code ec,
                                                                    tcp::socket socket) {
-    if (ec == net::error::operation_aborted || !io_->acceptor.is_open()) return;
+    if (ec == net::error::operation_aborted) return;
+    // A connection accepted just before StopAccepting closed the acceptor
+    // is served all the same (one reply, then closed): the kernel has
+    // already taken it from the queue it shares with the next process.
+    const bool accepting = io_->acceptor.is_open();
     if (!ec) {
       std::shared_ptr<void> slot = connections_.TryAcquire();
       if (slot == nullptr) {
         RefuseConnection(std::move(socket));
-        return Accept();
+        if (accepting) Accept();
+        return;
       }
       socket.set_option(tcp::no_delay(true), ec);
       if (io_->tls != nullptr) {
@@ -92,10 +97,10 @@ void HttpFrontend::Accept() {
                                                    options_.limits, in_flight_, closing_),
                      std::move(slot));
       }
-    } else {
+    } else if (accepting) {
       Log(LogLevel::kWarning, "HTTP accept: " + ec.message());
     }
-    Accept();
+    if (accepting) Accept();
   });
 }
 
