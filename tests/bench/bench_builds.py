@@ -30,7 +30,6 @@ latency: "no more than 1.05x"): holds, misses or inconclusive.
         --after build --out bench-results/builds.json --only serving
 """
 import argparse
-import json
 import os
 import statistics
 import sys

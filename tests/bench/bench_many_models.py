@@ -137,7 +137,7 @@ class Traffic:
         self.requests = {}
         for m in models:
             r = pb.ModelInferRequest(model_name=m)
-            t = r.inputs.add(name="INPUT__0", datatype="FP32", shape=[1, many_models.IN_FEATURES])
+            r.inputs.add(name="INPUT__0", datatype="FP32", shape=[1, many_models.IN_FEATURES])
             r.raw_input_contents.append(raw)
             self.requests[m] = r
         self.stubs = [pbg.GRPCInferenceServiceStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
