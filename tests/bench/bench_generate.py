@@ -6,7 +6,7 @@ models/llama_decoder packaged twice into a temporary repository: `batched`
 streams, one forward pass per step for every stream) and `unbatched`
 (continuous_batching = 0: each stream its own generator, on either of the 2
 interpreters). One running batch, not one per interpreter: a step's fixed
-cost (about 0.75 ms of CPU, make bench-decoder-step) is shared by twice the
+cost (about 0.7 ms of CPU, make bench-decoder-step) is shared by twice the
 streams, so at 16 streams the server spends about 190 us of CPU per token
 against about 280 with two batches of 8, and the second core is left to
 gRPC and the load generators that share these 2 cores (--batched-instances 0
