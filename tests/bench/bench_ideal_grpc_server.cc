@@ -24,9 +24,12 @@
 //             method is asynchronous and no health service is registered, so
 //             gRPC starts no callback thread to read calls beside them.
 //
-// Only ModelInfer and ModelMetadata (what manypy-perf calls) are served; a
-// call naming another model is NOT_FOUND, a bad input INVALID_ARGUMENT with
-// the decoder's message, a model's failure its status.
+// Only ModelInfer and ModelMetadata are served, and ModelConfig (which
+// manypy-perf asks for too) answers UNIMPLEMENTED, as the bare server's does;
+// a call naming another model is NOT_FOUND, a bad input INVALID_ARGUMENT with
+// the decoder's message, a model's failure its status. With --api async every
+// other method waits unanswered until the caller's deadline (the asynchronous
+// API answers only the methods it is asked to take).
 //
 // Usage: manypy-bench-ideal-grpc-server --archive PATH [--interpreters N]
 //            [--api callback|async] [--threads N] [--port N]
@@ -202,6 +205,11 @@ grpc::Status InferHandler(const ModelCall& call, size_t slot, manypy::InterruptH
   return call.Infer(slot, hook, request, response);
 }
 
+grpc::Status ConfigHandler(const ModelCall&, size_t, manypy::InterruptHook*,
+                           const inference::ModelConfigRequest&, inference::ModelConfigResponse*) {
+  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "manypy-bench-ideal-grpc-server has no ModelConfig");
+}
+
 grpc::Status MetadataHandler(const ModelCall& call, size_t, manypy::InterruptHook*,
                              const ModelMetadataRequest& request, ModelMetadataResponse* response) {
   return call.Metadata(request, response);
@@ -291,6 +299,10 @@ int main(int argc, char** argv) {
     Metadata::Await(&service, cq.get(), &call,
                     &inference::GRPCInferenceService::AsyncService::RequestModelMetadata,
                     MetadataHandler);
+    // Without it manypy-perf's ModelConfig would wait for its deadline.
+    AsyncUnary<inference::ModelConfigRequest, inference::ModelConfigResponse>::Await(
+        &service, cq.get(), &call, &inference::GRPCInferenceService::AsyncService::RequestModelConfig,
+        ConfigHandler);
     std::vector<std::thread> pollers;
     for (size_t t = 0; t < threads; ++t) {
       pollers.emplace_back([&cq, slot = t % interpreters] {

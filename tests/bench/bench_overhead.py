@@ -178,10 +178,11 @@ def start_bare(binary):
 def start_ideal(binary, archive, interpreters, api):
     """manypy-bench-ideal-grpc-server on a port the kernel picks, warm: (process, port)."""
     proc = subprocess.Popen([binary, "--archive", archive, "--interpreters", str(interpreters),
-                             "--api", api], stdout=subprocess.PIPE, text=True)
+                             "--api", api], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
     line = proc.stdout.readline()
     if not line.startswith("listening on "):
-        raise SystemExit(f"{binary} --api {api} did not start")
+        raise SystemExit(f"{binary} --api {api} did not start (run it by hand to see why)")
     return proc, int(line.rsplit(":", 1)[1])
 
 
