@@ -33,6 +33,20 @@ and, beside them, the request path alone:
           identity and the bare server at concurrency 1 (one request at a
           time): the p50 latency of one request over gRPC
 
+and the best a server on this gRPC could do with the model (--no-ideal
+leaves them out):
+
+  ideal   manypy-bench-ideal-grpc-server: the same archive in its own pool
+          of N interpreters behind a GRPCInferenceService whose ModelInfer
+          decodes the inputs (the server's decoder), calls the model on the
+          gRPC callback thread that received the call (PythonModel::Run, as
+          the pool side calls it: no dispatcher, queue, hand-off, statistics
+          or metrics) and encodes its outputs; the same load as server
+  ideal_async
+          the same on gRPC's asynchronous API: N threads of ours poll one
+          completion queue, each running the call it took to completion on
+          its own interpreter (no gRPC callback thread at all)
+
 Per round: calls/s and inferences/s, and CPU per call: the pool process's
 CPU over its window, the server process's over its window (from
 /proc/PID/stat). The load generator's own CPU is not counted in the
@@ -40,7 +54,10 @@ server's, but it shares the cores, so it is recorded beside it (its
 rusage; per request, connecting included) with what it leaves the server:
 the throughput ratio a server that cost no more than the pool would reach
 beside it, pool CPU / (pool CPU + client CPU) per round, and the same for a
-server at the CPU target. Over the rounds, the per-round ratios' median
+server at the CPU target; each ideal server's CPU per inference over the
+pool's CPU per call (the floor of the CPU target on this gRPC and these
+cores) and manypy-server's over each ideal server's (what manypy's design
+costs beyond it). Over the rounds, the per-round ratios' median
 with a bootstrap 90% interval (tests/bench/paired_rounds.py) and the
 verdicts for the targets: server throughput >= 0.7x the pool's, server CPU
 per inference <= 1.3x the pool's CPU per call, and the trivial model's server
@@ -158,6 +175,17 @@ def start_bare(binary):
     return proc, int(line.rsplit(":", 1)[1])
 
 
+def start_ideal(binary, archive, interpreters, api):
+    """manypy-bench-ideal-grpc-server on a port the kernel picks, warm: (process, port)."""
+    proc = subprocess.Popen([binary, "--archive", archive, "--interpreters", str(interpreters),
+                             "--api", api], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("listening on "):
+        raise SystemExit(f"{binary} --api {api} did not start (run it by hand to see why)")
+    return proc, int(line.rsplit(":", 1)[1])
+
+
 def model_stats(http_port, model):
     """The model's statistics (KServe v2 / Triton's /v2/models/NAME/stats):
     {"success" | "queue" | "compute_input" | "compute_infer" |
@@ -264,6 +292,8 @@ def main():
                         "--server-flag=--run-to-completion-below-us=1000")
     p.add_argument("--no-trivial", action="store_true",
                    help="only the pool and the server (no identity model, no bare server, no HTTP)")
+    p.add_argument("--no-ideal", action="store_true",
+                   help="no ideal servers (manypy-bench-ideal-grpc-server, callback and async API)")
     p.add_argument("--tracing-ratios", default="",
                    help="comma-separated sample ratios: a traced server for each, against the "
                         "untraced one (needs a server built with OpenTelemetry)")
@@ -306,6 +336,11 @@ def main():
                 server_binary, a.repository, [a.model], a.interpreters,
                 [f"--model-config={a.model}:dynamic_batching=false", "--tracing",
                  f"--trace-endpoint={receiver}", f"--trace-sample-ratio={ratio}"])
+    ideal = {}  # side -> (process, port)
+    if not a.no_ideal:
+        for side, api in (("ideal", "callback"), ("ideal_async", "async")):
+            ideal[side] = start_ideal(os.path.join(binaries, "manypy-bench-ideal-grpc-server"),
+                                      archive, a.interpreters, api)
     pool = Pool(os.path.join(binaries, "manypy-bench-overhead-pool"), archive, a.interpreters)
     perf = os.path.join(binaries, "manypy-perf")
     c = a.concurrency
@@ -320,6 +355,8 @@ def main():
             "trivial_c1": (server, ports["grpc"], "identity", 1, "grpc"),
             "bare_c1": (bare, bare_port, "identity", 1, "grpc"),
         }
+    for side, (proc, port) in ideal.items():
+        path_sides[side] = (proc, port, a.model, c, "grpc")
     rounds = []
     try:
         # Warm all (connections, caches) before anything is measured.
@@ -373,6 +410,10 @@ def main():
                                               / measured["pool"]["cpu_us"])
                 measured["trivial_c1_p50_ratio"] = (measured["trivial_c1"]["p50_us"]
                                                     / measured["bare_c1"]["p50_us"])
+            for side in ideal:
+                measured[f"{side}_cpu_ratio"] = measured[side]["cpu_us"] / measured["pool"]["cpu_us"]
+                measured[f"server_vs_{side}_cpu_ratio"] = (measured["server"]["cpu_us"]
+                                                           / measured[side]["cpu_us"])
             rounds.append(measured)
             print(f"[overhead] round {r + 1}: pool {measured['pool']['per_s']:.0f} calls/s "
                   f"({measured['pool']['cpu_us']:.1f} us CPU/call), server "
@@ -388,9 +429,15 @@ def main():
                       f"the pool), HTTP trivial {measured['trivial_http']['cpu_us']:.1f} us; p50 at "
                       f"c=1 trivial {measured['trivial_c1']['p50_us']:.0f} us, bare "
                       f"{measured['bare_c1']['p50_us']:.0f} us", file=sys.stderr)
+            for side in ideal:
+                print(f"[overhead] round {r + 1}: {side} {measured[side]['cpu_us']:.1f} us "
+                      f"CPU/infer ({measured[f'{side}_cpu_ratio']:.2f}x the pool; server "
+                      f"{measured[f'server_vs_{side}_cpu_ratio']:.2f}x it), "
+                      f"{measured[side]['per_s']:.0f} infer/s", file=sys.stderr)
     finally:
         pool.close()
-        for proc in [server] + ([bare] if bare is not None else []) + [proc for proc, _ in traced.values()]:
+        for proc in ([server] + ([bare] if bare is not None else [])
+                     + [proc for proc, _ in traced.values()] + [proc for proc, _ in ideal.values()]):
             proc.terminate()
             proc.wait()
         if stop_receiver is not None:
@@ -420,10 +467,16 @@ def main():
                          for side in ["server"] + list(path_sides)}
     result["stages_us"] = {side: stage_summary(rounds, side)
                            for side in ["server"] + list(path_sides)}
+    for side in path_sides:
+        result[side] = {key: summary(side, key) for key in ("cpu_us", "per_s", "p50_us")}
+        result[side]["client_cpu_us"] = summary(side, "client_cpu_us")
+    for side in ideal:
+        # Judged against the same target as the server: whether any server
+        # on this gRPC could meet it here. Reported, never failing the run.
+        result[f"{side}_cpu_per_inference"] = verdict([r[f"{side}_cpu_ratio"] for r in rounds],
+                                                      CPU_TARGET, False)
+        result[f"server_vs_{side}_cpu"] = summary(None, f"server_vs_{side}_cpu_ratio")
     if trivial:
-        for side in path_sides:
-            result[side] = {key: summary(side, key) for key in ("cpu_us", "per_s", "p50_us")}
-            result[side]["client_cpu_us"] = summary(side, "client_cpu_us")
         result["trivial_cpu_per_request"] = verdict([r["trivial_cpu_ratio"] for r in rounds],
                                                     TRIVIAL_CPU_TARGET, False)
         # Reported, not judged (the issue sets no target for them).
@@ -465,7 +518,16 @@ def main():
         print(f"p50 latency at concurrency 1 over gRPC: trivial model "
               f"{result['trivial_c1']['p50_us']['median']:.0f} us, bare server "
               f"{result['bare_c1']['p50_us']['median']:.0f} us")
-    print_threads(result, ["server"] + [s for s in ("trivial", "bare") if s in path_sides])
+    for side in ideal:
+        v, w = result[f"{side}_cpu_per_inference"], result[f"server_vs_{side}_cpu"]
+        api = "callback API" if side == "ideal" else "asynchronous API"
+        print(f"{side} server ({api}) / pool "
+              f"CPU per call: median {v['median']:.2f}x [{v['interval'][0]:.2f}, "
+              f"{v['interval'][1]:.2f}]: {v['verdict']} against {CPU_TARGET}x "
+              f"({result[side]['cpu_us']['median']:.1f} us); manypy-server / {side}: "
+              f"{w['median']:.2f}x [{w['interval'][0]:.2f}, {w['interval'][1]:.2f}]")
+    print_threads(result, ["server"] + [s for s in ("trivial", "bare", "ideal", "ideal_async")
+                                        if s in path_sides])
     for key, what in (("throughput_ratio_at_pool_cpu", "a server costing what the pool does"),
                       ("throughput_ratio_at_cpu_target",
                        f"a server at {CPU_TARGET}x the pool's CPU")):
