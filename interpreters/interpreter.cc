@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstring>
 #include <future>
 
@@ -9,6 +10,11 @@
 #include "interpreters/python_kernels.h"
 
 namespace manypy {
+
+namespace {
+// boot.py's report of torch.__version__ while `import torch` runs (PyTorch 2.x).
+constexpr const char* kTorchVersionService = "pool.torch_version";
+}  // namespace
 
 StatusOr<std::unique_ptr<Interpreter>> Interpreter::Start(ImagePreparer* preparer,
                                                          const Options& options) {
@@ -79,7 +85,9 @@ Status Interpreter::Boot() {
     config.callbacks.arena_free = &ArenaCache::Free;
   }
   std::string error;
+  on_torch_version_ = options_.on_torch_version;
   shim_ = create(&config, &error);
+  on_torch_version_ = nullptr;  // what it refers to may not outlive Start
   if (shim_ == nullptr) {
     if (torch_interpreter_ != nullptr) RemoveTorchInterpreter(torch_interpreter_);
     return Internal("interpreter " + std::to_string(options_.index) + " failed to start: " + error);
@@ -111,6 +119,11 @@ bool Interpreter::CallHost(void* self, const char* service, const Value* request
                            std::string* error) {
   auto* interp = static_cast<Interpreter*>(self);
   try {
+    if (strcmp(service, kTorchVersionService) == 0) {  // only while booting: see Options
+      if (interp->on_torch_version_) interp->on_torch_version_(request->to_str());
+      *response = Value();
+      return true;
+    }
     StatusOr<Value> answer = CallHostService(service, interp->options_.index, *request);
     if (!answer.ok()) {
       *error = answer.status().ToString();

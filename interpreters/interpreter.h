@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +31,11 @@ class Interpreter {
     std::vector<std::string> lazy_functions;
     std::vector<std::string> lazy_values;
     bool arena_cache = true;
+    /// PyTorch 2.x: called on the booting thread with torch.__version__ as
+    /// soon as `import torch` has read it, before torch._C loads (the pool
+    /// checks it there and lets the other interpreters start). Only during
+    /// Start: never called once Start has returned.
+    std::function<void(const std::string& version)> on_torch_version;
   };
 
   /// Prepares (or finds cached) library copies, loads them and boots Python.
@@ -53,7 +59,8 @@ class Interpreter {
  private:
   Interpreter(ImagePreparer* preparer, Options options) : preparer_(preparer), options_(options) {}
   Status Boot();  // runs on owner_
-  /// HostCallbacks::call_host: runs the host service (host_services.h).
+  /// HostCallbacks::call_host: runs the host service (host_services.h), or
+  /// "pool.torch_version" (boot.py, during `import torch`): Options::on_torch_version.
   static bool CallHost(void* self, const char* service, const Value* request, Value* response,
                        std::string* error);
   static bool PrepareExtension(void* self, const char* module, const char* origin, char* out,
@@ -68,6 +75,8 @@ class Interpreter {
   int slot_ = -1;
   shim::InterpreterShim* shim_ = nullptr;
   const void* torch_interpreter_ = nullptr;  // its libtorch_python's PyInterpreter (2.x)
+  // Options::on_torch_version until the boot ends (used and cleared on owner_).
+  std::function<void(const std::string&)> on_torch_version_;
   // CPython expects the thread that initialised a runtime to finalise it (the
   // threading module waits for its "main thread" otherwise), so each
   // interpreter has an owner thread that boots it, sleeps, then finalises it.

@@ -6,6 +6,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <future>
+#include <optional>
 #include <thread>
 
 #include "interpreters/pool_state.h"
@@ -84,7 +87,9 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
   state->preparer = std::move(*preparer);
 
   bool owner = !g_registrations_claimed.exchange(true);
-  auto start = [&](size_t i) {
+  const bool torch_first =
+      !options.preload_modules.empty() && options.preload_modules[0] == "torch";
+  auto start = [&](size_t i, std::function<void(const std::string&)> on_torch_version) {
     Interpreter::Options o;
     o.index = static_cast<int>(i);
     o.owns_registrations = owner && i == 0;
@@ -95,32 +100,70 @@ StatusOr<std::unique_ptr<InterpreterPool>> InterpreterPool::Create(PoolOptions o
     o.lazy_functions = options.lazy_functions;
     o.lazy_values = options.lazy_values;
     o.arena_cache = options.arena_cache;
+    o.on_torch_version = std::move(on_torch_version);
     return Interpreter::Start(state->preparer.get(), o);
   };
-  // Interpreter 0 first and alone: it makes the process-global registrations.
+  // Interpreter 0 starts first and alone until the others may join it.
+  // What must come first, once per process: its shim's dlopen loads the
+  // process's first copy of libtorch_python, whose static initializers make
+  // the C++ registrations later copies find (torch_hooks.cc skips their
+  // repeats) and make it torch's main interpreter (the one PoolState never
+  // finalizes); and the torch the interpreters import must be one the pool
+  // is safe on, checked before a second copy of libtorch_python loads.
+  // PyTorch 1.x: its whole `import torch` too, whose torch.library
+  // registrations the others' no-op Library relies on (boot.py), so they
+  // join once it has started and its torch.__version__ passed. PyTorch 2.x:
+  // every interpreter registers its own Python kernels and a repeated
+  // definition is the same operator (python_kernels.h), so the others join
+  // as soon as interpreter 0's `import torch` has read torch/version.py
+  // (torch/__init__.py imports it before torch._C) and the version passed:
+  // their starts then overlap the rest of its `import torch` (docs/debian13.md,
+  // trap 24).
   std::vector<StatusOr<std::unique_ptr<Interpreter>>> started;
-  started.push_back(start(0));
-  // The torch the interpreters import must be one the pool is safe on (and
-  // the one manypy was built against), checked before a second interpreter
-  // loads its copy of libtorch_python.
-  if (started[0].ok() && !options.preload_modules.empty() && options.preload_modules[0] == "torch") {
-    shim::InterpreterShim& shim = (*started[0])->shim();
-    int gil = shim.AcquireGil();
-    Status torch_ok = CheckImportedTorch(shim);
-    shim.ReleaseGil(gil);
-    if (!torch_ok.ok()) started[0] = torch_ok;
+  for (size_t i = 0; i < options.interpreters; ++i) started.push_back(Internal("not started"));
+  std::optional<Status> reported;  // set on interpreter 0's boot thread, read after its Start
+  std::promise<Status> joinable;   // Ok: the others may start; set once
+  std::atomic<bool> join_decided{false};
+  auto decide = [&](const Status& may_join) {
+    if (!join_decided.exchange(true)) joinable.set_value(may_join);
+  };
+  std::thread first([&] {
+    started[0] = start(0, [&](const std::string& version) {
+      if (!torch_first || reported) return;
+      reported = CheckReportedTorch(version);
+      decide(*reported);
+    });
+    if (started[0].ok() && torch_first) {
+      Status torch_ok = Status::Ok();
+      if (reported) {
+        torch_ok = *reported;
+      } else {  // PyTorch 1.x: read once its import has finished
+        shim::InterpreterShim& shim = (*started[0])->shim();
+        int gil = shim.AcquireGil();
+        torch_ok = CheckImportedTorch(shim);
+        shim.ReleaseGil(gil);
+      }
+      if (!torch_ok.ok()) started[0] = torch_ok;
+    }
+    decide(started[0].status());  // unless the version decided already
+  });
+  if (options.parallel_start) {
+    Status may_join = joinable.get_future().get();
+    std::vector<std::thread> threads;
+    if (may_join.ok()) {
+      for (size_t i = 1; i < options.interpreters; ++i) {
+        threads.emplace_back([&, i] { started[i] = start(i, nullptr); });
+      }
+    }
+    first.join();
+    for (auto& t : threads) t.join();
+  } else {
+    first.join();
+    for (size_t i = 1; i < options.interpreters && started[0].ok(); ++i) {
+      started[i] = start(i, nullptr);
+    }
   }
   if (owner && !started[0].ok()) g_registrations_claimed = false;  // let a later pool try
-  for (size_t i = 1; i < options.interpreters; ++i) started.push_back(Internal("not started"));
-  if (started[0].ok() && options.parallel_start) {
-    std::vector<std::thread> threads;
-    for (size_t i = 1; i < options.interpreters; ++i) {
-      threads.emplace_back([&, i] { started[i] = start(i); });
-    }
-    for (auto& t : threads) t.join();
-  } else if (started[0].ok()) {
-    for (size_t i = 1; i < options.interpreters; ++i) started[i] = start(i);
-  }
   for (auto& s : started) {
     if (!s.ok()) return s.status();  // started interpreters are finalized with `state`
     state->interpreters.push_back(std::move(*s));

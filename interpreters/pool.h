@@ -37,16 +37,16 @@ struct PoolOptions {
   /// Intra-op threads for libtorch (process-wide); 0: max(1, cores / interpreters)
   /// so interpreters x threads never oversubscribes the cores.
   int intra_op_threads = 0;
-  /// Start interpreters 1..N-1 concurrently (interpreter 0 always starts first,
-  /// alone, since it makes the process-global registrations).
+  /// Start interpreters 1..N-1 together, beside interpreter 0 once what it must do first is
+  /// done (pool.cc: PyTorch 2.x, its torch version checked; 1.x, its whole start). Else serial.
   bool parallel_start = true;
   /// Cache freed obmalloc arenas (see arena_cache.h). Off only for measurements.
   bool arena_cache = true;
   /// Appended to every interpreter's sys.path.
   std::vector<std::string> extra_sys_path;
-  /// Imported by every interpreter at start. torch must be among the first:
-  /// interpreter 0's `import torch` makes the process-global operator
-  /// registrations the others rely on, so it has to finish before they import it.
+  /// Imported by every interpreter at start. torch must be the first: on PyTorch 1.x
+  /// interpreter 0's `import torch` makes the process-global operator registrations the
+  /// others rely on, so it finishes before they import it (2.x: see parallel_start).
   std::vector<std::string> preload_modules{"torch"};
   /// Imported lazily in every interpreter: `import torch.onnx` (which `import
   /// torch` does) gives a module whose code runs only when an attribute it

@@ -54,6 +54,10 @@ Status CheckImportedTorch(shim::InterpreterShim& shim) {
   } catch (const PythonError& e) {
     return FailedPrecondition(std::string("cannot read torch.__version__: ") + e.what());
   }
+  return CheckReportedTorch(version);
+}
+
+Status CheckReportedTorch(const std::string& version) {
   Status status = CheckTorchVersion(version, BuiltTorchVersion());
   if (status.ok()) {
     MutexLock lock(g_running_mu);

@@ -35,6 +35,11 @@ Status CheckTorchVersion(const std::string& imported, const std::string& built_w
 /// against the libtorch this program was built with (MANYPY_TORCH_VERSION).
 Status CheckImportedTorch(shim::InterpreterShim& shim);
 
+/// The same check of a torch.__version__ an interpreter reported while
+/// importing torch (Interpreter::Options::on_torch_version); no GIL needed.
+/// Ok records it as RunningTorchVersion(), as CheckImportedTorch does.
+Status CheckReportedTorch(const std::string& version);
+
 /// The libtorch version this program was built with ("1.13.0", "2.6.0").
 const char* BuiltTorchVersion();
 

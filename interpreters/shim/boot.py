@@ -100,6 +100,14 @@ def _tell_keyset(module):
     module.Library._destroy = destroy_without_reset
 
 
+def _tell_torch_version(module):
+    """torch.version, PyTorch 2.x: the host checks torch.__version__ as soon as
+    it is known (torch/__init__.py imports this before torch._C), so the pool
+    starts its other interpreters while interpreter 0 is still importing
+    torch (pool.cc)."""
+    _manypy.call_host("pool.torch_version", str(module.__version__))
+
+
 def _kernels_of_this_interpreter(module):
     """torch._C, PyTorch 2.x: _dispatch_has_kernel_for_dispatch_key answers for
     this interpreter. A kernel that only other interpreters registered from
@@ -376,6 +384,9 @@ class ManypyExtensionFinder:
             return spec
         if name == "torch.library" and _manypy.routes_python_kernels:
             _after_running(spec.loader, _tell_keyset)
+            return spec
+        if name == "torch.version" and _manypy.routes_python_kernels:
+            _after_running(spec.loader, _tell_torch_version)
             return spec
         if name == "torch._inductor.codecache":
             _after_running(spec.loader, _patch_inductor_codecache)

@@ -188,33 +188,47 @@ def seconds_to_ready(server_binary, repository, model, interpreters, cache):
     return ready
 
 
-def bench_ready(binaries, repository, model, rounds, unfrozen=None):
+def bench_ready(binaries, repository, model, rounds, unfrozen=None, before=None):
     """Per round, in alternated order: `model` from an empty cache on 1 and
     on 2 interpreters, then the 2-interpreter server restarted on the cache
     it filled; `unfrozen` (the same model compiled without freezing), when
-    given, cold and restarted on 2 interpreters, reported beside it."""
-    server = os.path.join(binaries, "manypy-server")
+    given, cold and restarted on 2 interpreters, reported beside it;
+    `before` (another build's binaries folder), when given, the same three
+    starts of `model` with that build's server in the same rounds, reported
+    as this build's time over its."""
+    servers = {"": os.path.join(binaries, "manypy-server")}
+    if before:
+        servers["before_"] = os.path.join(before, "manypy-server")
     per_round = []
     with tempfile.TemporaryDirectory(prefix="manypy-bench-compile-") as tmp:
         for r in range(rounds):
             measured = {}
-            starts = {"one": (model, 1), "two": (model, 2)}
+            starts = {}  # which -> (server, model, interpreters, cold key, warm key or None)
+            for prefix, server in servers.items():
+                starts[prefix + "one"] = (server, model, 1, f"{prefix}one_interpreter_cold_s", None)
+                starts[prefix + "two"] = (server, model, 2, f"{prefix}two_interpreter_cold_s",
+                                          f"{prefix}two_interpreters_warm_s")
             if unfrozen:
-                starts["unfrozen"] = (unfrozen, 2)
+                starts["unfrozen"] = (servers[""], unfrozen, 2, "unfrozen_cold_s", "unfrozen_warm_s")
             order = list(starts) if r % 2 == 0 else list(reversed(starts))
             for which in order:
                 cache = os.path.join(tmp, f"{which}-{r}")
-                served, interpreters = starts[which]
-                cold = "unfrozen_cold_s" if which == "unfrozen" else f"{which}_interpreter_cold_s"
+                server, served, interpreters, cold, warm = starts[which]
                 measured[cold] = seconds_to_ready(server, repository, served, interpreters, cache)
-                if which != "one":  # the same cache again: a restart
-                    warm = "unfrozen_warm_s" if which == "unfrozen" else "two_interpreters_warm_s"
+                if warm:  # the same cache again: a restart
                     measured[warm] = seconds_to_ready(server, repository, served, 2, cache)
                 shutil.rmtree(cache, ignore_errors=True)
-            measured["two_interpreters_over_one"] = (measured["two_interpreter_cold_s"] /
-                                                     measured["one_interpreter_cold_s"])
-            measured["warm_restart_over_cold"] = (measured["two_interpreters_warm_s"] /
-                                                  measured["two_interpreter_cold_s"])
+            for prefix in servers:
+                measured[prefix + "two_interpreters_over_one"] = (
+                    measured[f"{prefix}two_interpreter_cold_s"] /
+                    measured[f"{prefix}one_interpreter_cold_s"])
+                measured[prefix + "warm_restart_over_cold"] = (
+                    measured[f"{prefix}two_interpreters_warm_s"] /
+                    measured[f"{prefix}two_interpreter_cold_s"])
+            if before:
+                for key in ("one_interpreter_cold_s", "two_interpreter_cold_s",
+                            "two_interpreters_warm_s"):
+                    measured[f"over_before_{key[:-2]}"] = measured[key] / measured[f"before_{key}"]
             if unfrozen:
                 measured["unfrozen_warm_restart_over_cold"] = (measured["unfrozen_warm_s"] /
                                                                measured["unfrozen_cold_s"])
@@ -237,6 +251,12 @@ def main():
     p.add_argument("--ready-rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=2.0, help="per variant per round")
     p.add_argument("--force", action="store_true", help="repackage the archives")
+    p.add_argument("--ready-before", default=None,
+                   help="the ready part also starts this build's manypy-server (its folder, "
+                        "with bin/ and libexec/) in the same rounds and reports this build's "
+                        "times over its")
+    p.add_argument("--no-unfrozen", action="store_true",
+                   help="the ready part leaves out the small model without freezing")
     p.add_argument("--parts", default="model_call,served,ready",
                    help="which parts to run (a full run is ~12 min): model_call (the "
                         "compiled/eager and T=2/T=1 targets), served, ready (time to READY "
@@ -261,8 +281,10 @@ def main():
     for name in models if "served" in parts else ():
         result["served"][name] = served_variants(binaries, repository, name, a.seconds, (1, 16))
     if "small" in models and "ready" in parts:
-        result["ready"] = bench_ready(binaries, repository, "small_compiled", a.ready_rounds,
-                                      UNFROZEN_SMALL)
+        result["ready"] = bench_ready(
+            binaries, repository, "small_compiled", a.ready_rounds,
+            None if a.no_unfrozen else UNFROZEN_SMALL,
+            os.path.join(a.ready_before, "bin") if a.ready_before else None)
     for name, key, target in TARGETS:
         if name in result["model_call"]:
             ratios = [m[key] for m in result["model_call"][name]["rounds"]]
@@ -275,7 +297,7 @@ def main():
             ratios = [m[key] for m in result["ready"]["rounds"]]
             result["targets"].append(dict(verdict(ratios, target, False), model="small_compiled",
                                           ratio=key))
-        for key in READY_REPORTED:
+        for key in READY_REPORTED if "unfrozen_warm_s" in result["ready"] else ():
             print(f"[compile] reported: {UNFROZEN_SMALL} {key} {result['ready'][key]}", file=sys.stderr)
     missed = write_verdicts(result, a.out)
     return 1 if missed else 0

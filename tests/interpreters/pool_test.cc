@@ -407,6 +407,39 @@ TEST(PoolTest, LazyValuesRunTheirModuleAtTheFirstUse) {
   std::filesystem::remove_all(dir);
 }
 
+// PyTorch 2.x: interpreter 1 starts while interpreter 0 is still starting
+// (once interpreter 0's `import torch` has read torch.__version__ and it
+// passed), not after it (pool.cc). A preloaded module makes interpreter 0's
+// start wait until interpreter 1 has run it too: a serial start cannot end.
+TEST(PoolTest, OtherInterpretersStartBesideInterpreterZero) {
+  if (IsTorch1()) {
+    GTEST_SKIP() << "PyTorch 1.x: interpreter 0's whole start comes first, by design";
+  }
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("manypy_start_beside_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "start_beside_probe.py")
+      << "import _manypy, os, time\n"
+         "_here = os.path.dirname(os.path.abspath(__file__))\n"
+         "open(os.path.join(_here, f'started_{_manypy.index}'), 'w').close()\n"
+         "if _manypy.index == 0:\n"
+         "    _deadline = time.monotonic() + 60\n"
+         "    while not os.path.exists(os.path.join(_here, 'started_1')):\n"
+         "        if time.monotonic() > _deadline:\n"
+         "            raise RuntimeError('interpreter 1 did not start beside interpreter 0')\n"
+         "        time.sleep(0.01)\n";
+  PoolOptions options = testing::TestPoolOptions(2);
+  options.extra_sys_path.push_back(dir.string());
+  options.preload_modules.push_back("start_beside_probe");
+  auto pool = InterpreterPool::Create(options);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  for (size_t i = 0; i < (*pool)->size(); ++i) {
+    auto s = (*pool)->AcquireAt(i);
+    EXPECT_EQ(s.Eval("__import__('torch').ones(2).sum().item()").ToValue().to_double(), 2.0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // The default lazy values: on PyTorch 2.x importing Inductor (a
 // torch.compile'd model's first call) leaves torch.utils.hipify's CUDA-to-HIP
 // tables unbuilt (0.23 s of CPU per interpreter), and what uses them works.

@@ -156,6 +156,78 @@ class CompiledServingTest(unittest.TestCase):
             server.stop()
 
 
+# A factory that makes its own weights from a seed, pausing between its two
+# layers (the GIL released): two interpreters building it at once would
+# interleave their draws from libtorch's one default generator. Its answer
+# carries the index of the interpreter that ran it.
+SEEDED_SOURCE = textwrap.dedent('''
+    import sys
+    import time
+    import torch
+
+    class Seeded(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = torch.nn.Linear(16, 16)
+            time.sleep(0.3)
+            self.second = torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            index = getattr(sys.modules.get("_manypy"), "index", -1)  # -1: packaging, outside
+            here = torch.full((x.shape[0], 1), float(index))
+            return torch.cat([self.second(self.first(x)), here], dim=1)
+
+    def build():
+        torch.manual_seed(7)
+        return Seeded().eval()
+''')
+
+
+class SeededFactoryTest(unittest.TestCase):
+    """The weights a factory draws from torch.manual_seed are the same in
+    every interpreter: the runtime builds such a factory (one without a
+    weights resource) in one interpreter at a time, since libtorch's default
+    generator is one per process. A compiled model with freezing folds them
+    into its kernels, so different weights also meant a second compile and a
+    missed cache at the next start (docs/debian13.md, trap 24). Both
+    releases."""
+
+    def test_every_interpreter_builds_the_same_weights(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            repository = os.path.join(tmp, "repository")
+            os.makedirs(repository)
+            module = os.path.join(tmp, "seeded_factory.py")
+            with open(module, "w") as f:
+                f.write(SEEDED_SOURCE)
+            manypy.package.export_factory(module, "build",
+                                          path=os.path.join(repository, "seeded.mpk"),
+                                          example_inputs=(torch.ones(1, 16),), max_batch_size=1)
+            server = Server(repository, os.path.join(tmp, "inductor"))
+            try:
+                client = InferenceClient(server.grpc)
+                x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 16)
+                answers = {}
+                lock = threading.Lock()
+
+                def send():
+                    for _ in range(10):
+                        y = client.infer("seeded", {"INPUT__0": x}).as_numpy("OUTPUT__0")
+                        with lock:
+                            answers.setdefault(int(y[0, -1]), []).append(y[0, :-1])
+
+                threads = [threading.Thread(target=send) for _ in range(4)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                client.close()
+            finally:
+                server.stop()
+        self.assertEqual(sorted(answers), [0, 1], "both interpreters answered")
+        for y in answers[1]:
+            np.testing.assert_array_equal(y, answers[0][0])
+
+
 @unittest.skipIf(hasattr(torch, "compile"), "PyTorch 2.x packages compiled models")
 class CompiledPackagingOnTorch1Test(unittest.TestCase):
     def test_the_packager_refuses_naming_the_version(self):

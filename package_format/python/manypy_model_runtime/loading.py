@@ -28,7 +28,12 @@ def load(path, entry_point, storages, device="cpu", source=None, name=None):
         model = importer.load_pickle(entry_point["package"], entry_point["resource"])
     elif kind == "factory":
         module = importer.import_module(entry_point["module"])
-        model = getattr(module, entry_point["function"])()
+        build = getattr(module, entry_point["function"])
+        if entry_point.get("weights_resource"):
+            model = build()  # its initial values, random or not, are all replaced below
+        else:
+            with _one_factory_at_a_time():
+                model = build()
         if entry_point.get("weights_resource"):
             state = importer.load_pickle(entry_point["weights_package"],
                                          entry_point["weights_resource"])
@@ -50,6 +55,39 @@ def load(path, entry_point, storages, device="cpu", source=None, name=None):
     except TypeError:  # an object that cannot be weakly referenced keeps "?"
         pass
     return model
+
+
+class _one_factory_at_a_time:
+    """A factory that makes its own weights (no weights resource) runs alone
+    in the process: libtorch's default CPU generator, which torch.manual_seed
+    seeds and nn.Linear's initial weights draw from, is one per process, not
+    one per interpreter (torch/random.py:60 seeds torch._C.default_generator,
+    ATen/CPUGeneratorImpl.h:43 getDefaultCPUGenerator in libtorch_cpu, which
+    the interpreters share). Two interpreters building a seeded model at once
+    interleaved their draws: each served different weights, and a compiled
+    model with freezing (weights folded into its kernels) compiled twice and
+    missed the compile cache at the next start (docs/debian13.md, trap 24).
+    An flock on a file each interpreter opens (its own open file
+    description) excludes the other interpreters' threads; waiting releases
+    this interpreter's GIL."""
+
+    def __enter__(self):
+        import fcntl
+        import os
+        import tempfile
+        path = os.path.join(tempfile.gettempdir(), "manypy-factory.lock")  # as boot.py's load lock
+        self._fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        import os
+        os.close(self._fd)  # and with it the lock
+        return False
 
 
 def _assign_state(model, state):
