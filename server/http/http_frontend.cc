@@ -80,28 +80,29 @@ void HttpFrontend::Accept() {
     // already taken it from the queue it shares with the next process.
     const bool accepting = io_->acceptor.is_open();
     if (!ec) {
-      std::shared_ptr<void> slot = connections_.TryAcquire();
-      if (slot == nullptr) {
-        RefuseConnection(std::move(socket));
-        if (accepting) Accept();
-        return;
-      }
-      socket.set_option(tcp::no_delay(true), ec);
-      if (io_->tls != nullptr) {
-        StartSession(std::make_shared<HttpsSession>(
-                         boost::beast::ssl_stream<boost::beast::tcp_stream>(std::move(socket), *io_->tls),
-                         &router_, options_.limits, in_flight_, closing_),
-                     std::move(slot));
-      } else {
-        StartSession(std::make_shared<HttpSession>(boost::beast::tcp_stream(std::move(socket)), &router_,
-                                                   options_.limits, in_flight_, closing_),
-                     std::move(slot));
-      }
+      ServeAccepted(std::move(socket));
     } else if (accepting) {
       Log(LogLevel::kWarning, "HTTP accept: " + ec.message());
     }
     if (accepting) Accept();
   });
+}
+
+void HttpFrontend::ServeAccepted(tcp::socket socket) {
+  std::shared_ptr<void> slot = connections_.TryAcquire();
+  if (slot == nullptr) return RefuseConnection(std::move(socket));
+  boost::system::error_code ignored;  // Nagle's delay only slows replies; serve without the option
+  socket.set_option(tcp::no_delay(true), ignored);
+  if (io_->tls != nullptr) {
+    StartSession(std::make_shared<HttpsSession>(
+                     boost::beast::ssl_stream<boost::beast::tcp_stream>(std::move(socket), *io_->tls),
+                     &router_, options_.limits, in_flight_, closing_),
+                 std::move(slot));
+  } else {
+    StartSession(std::make_shared<HttpSession>(boost::beast::tcp_stream(std::move(socket)), &router_,
+                                               options_.limits, in_flight_, closing_),
+                 std::move(slot));
+  }
 }
 
 template <typename Session>

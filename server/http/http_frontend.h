@@ -56,6 +56,8 @@ class HttpFrontend {
   struct Io;
   HttpFrontend(InferenceServer* server, Options options);
   void Accept();
+  /// Serves a connection Accept took (or refuses it over Options::max_connections).
+  void ServeAccepted(boost::asio::ip::tcp::socket socket);
   /// Starts an accepted connection's session, holding its ConnectionLimiter slot.
   template <typename Session>
   static void StartSession(std::shared_ptr<Session> session, std::shared_ptr<void> slot);
