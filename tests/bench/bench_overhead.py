@@ -166,24 +166,26 @@ def package_identity(folder):
                           max_batch_size=1, example_inputs=(torch.ones(1, 16),))
 
 
-def start_bare(binary):
-    """manypy-bench-bare-grpc-server on a port the kernel picks: (process, port)."""
-    proc = subprocess.Popen([binary, "--features", "16"], stdout=subprocess.PIPE, text=True)
+def start_listening(argv, stderr=None):
+    """A benchmark server that prints "listening on HOST:PORT" once serving,
+    on a port the kernel picks: (process, port)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr, text=True)
     line = proc.stdout.readline()
     if not line.startswith("listening on "):
-        raise SystemExit(f"{binary} did not start")
+        raise SystemExit(f"{' '.join(argv)} did not start (run it by hand to see why)")
     return proc, int(line.rsplit(":", 1)[1])
+
+
+def start_bare(binary):
+    """manypy-bench-bare-grpc-server: (process, port)."""
+    return start_listening([binary, "--features", "16"])
 
 
 def start_ideal(binary, archive, interpreters, api):
-    """manypy-bench-ideal-grpc-server on a port the kernel picks, warm: (process, port)."""
-    proc = subprocess.Popen([binary, "--archive", archive, "--interpreters", str(interpreters),
-                             "--api", api], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("listening on "):
-        raise SystemExit(f"{binary} --api {api} did not start (run it by hand to see why)")
-    return proc, int(line.rsplit(":", 1)[1])
+    """manypy-bench-ideal-grpc-server, warm (its stderr, libtorch's start-up
+    warnings, dropped as the pool's is): (process, port)."""
+    return start_listening([binary, "--archive", archive, "--interpreters", str(interpreters),
+                            "--api", api], stderr=subprocess.DEVNULL)
 
 
 def model_stats(http_port, model):
