@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "package_format/manifest.h"
 #include "server/inference/executable.h"
@@ -22,6 +23,8 @@ struct ModelLimits {
   /// Stateful sequences (`enabled`): their idle timeout and concurrency limit.
   SequenceBatchingSpec sequences;
 };
+
+struct Execution;
 
 class DispatchedModel {
  public:
@@ -58,6 +61,10 @@ class DispatchedModel {
   /// until one has run.
   Clock::duration recent_execution_ = Clock::duration::max();
   std::function<void()> on_drained_;  // called once, as it leaves
+  /// Continuous batching: its running batches (each an Execution of it),
+  /// which adopt requests prefilled apart, and those prefills in progress.
+  std::vector<Execution*> batches_;
+  size_t prefilling_ = 0;
 };
 
 }  // namespace manypy
