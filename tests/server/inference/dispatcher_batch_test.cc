@@ -222,6 +222,16 @@ TEST(DispatcherBatchTest, TheStreamsGaugeCountsTheRunningBatchsRequests) {
   EXPECT_EQ(d.Loads()[0].streams, 0u);
 }
 
+// Waits until a worker of `d` (2 slots) waits for work: a request submitted
+// then is prefilled apart (a worker still starting is not free, and the
+// batch would take the request at its next boundary).
+bool WaitForAFreeSlot(const Dispatcher& d) {
+  for (auto until = Clock::now() + 5s; Clock::now() < until; std::this_thread::sleep_for(1ms)) {
+    if (d.TEST_SlotIdle(0) || d.TEST_SlotIdle(1)) return true;
+  }
+  return false;
+}
+
 // Prefill apart: a request that comes while the batch runs on one slot is
 // prefilled on the other, its first response sent from there, and adopted
 // by the batch at a step boundary; its stream goes on from the batch.
@@ -233,6 +243,7 @@ TEST(DispatcherBatchTest, ARequestIsPrefilledOnAFreeSlotAndTheRunningBatchAdopts
   auto records = Records(2);
   ASSERT_EQ(d.Submit(model, StreamRequest(records[0], 60)), nullptr);
   ASSERT_TRUE(records[0]->WaitResponses(3));
+  ASSERT_TRUE(WaitForAFreeSlot(d));
   ASSERT_EQ(d.Submit(model, StreamRequest(records[1], 10)), nullptr);
   for (auto& r : records) ASSERT_TRUE(r->WaitEnded());
   for (size_t i = 0; i < 2; ++i) {
@@ -284,8 +295,10 @@ TEST(DispatcherBatchTest, AFailedPrefillOrAdoptionFailsThatRequestAloneAndTheBat
   auto records = Records(3);
   ASSERT_EQ(d.Submit(model, StreamRequest(records[0], 60)), nullptr);
   ASSERT_TRUE(records[0]->WaitResponses(3));
+  ASSERT_TRUE(WaitForAFreeSlot(d));
   ASSERT_EQ(d.Submit(model, StreamRequest(records[1], 10, /*fail_at=*/-3)), nullptr);
   ASSERT_TRUE(records[1]->WaitEnded());
+  ASSERT_TRUE(WaitForAFreeSlot(d));
   ASSERT_EQ(d.Submit(model, StreamRequest(records[2], 10, /*fail_at=*/-4)), nullptr);
   for (auto& r : records) ASSERT_TRUE(r->WaitEnded());
   EXPECT_EQ(records[1]->status.code(), StatusCode::kInternal);
@@ -313,12 +326,14 @@ TEST(DispatcherBatchTest, AClientThatLeavesBetweenItsPrefillAndItsAdoptionLeaves
   auto records = Records(3);
   ASSERT_EQ(d.Submit(model, StreamRequest(records[0], 8)), nullptr);
   ASSERT_TRUE(records[0]->WaitResponses(1));
+  ASSERT_TRUE(WaitForAFreeSlot(d));
   ASSERT_EQ(d.Submit(model, StreamRequest(records[1], 100)), nullptr);
   ASSERT_TRUE(records[1]->WaitResponses(1));
   records[1]->leave = true;
   // And one whose client leaves as its first response arrives: it ends
   // where it was prefilled.
   records[2]->leave_after = 1;
+  ASSERT_TRUE(WaitForAFreeSlot(d));
   ASSERT_EQ(d.Submit(model, StreamRequest(records[2], 100)), nullptr);
   for (auto& r : records) ASSERT_TRUE(r->WaitEnded());
   EXPECT_EQ(records[1]->status.code(), StatusCode::kCancelled) << records[1]->status.ToString();
@@ -343,9 +358,11 @@ TEST(DispatcherBatchTest, APrefillThatOutlivesTheBatchBecomesTheModelsBatch) {
   auto records = Records(3);
   ASSERT_EQ(d.Submit(model, StreamRequest(records[0], 5)), nullptr);
   ASSERT_TRUE(records[0]->WaitResponses(1));
+  ASSERT_TRUE(WaitForAFreeSlot(d));
   ASSERT_EQ(d.Submit(model, StreamRequest(records[1], 200)), nullptr);
   ASSERT_TRUE(records[0]->WaitEnded());
   ASSERT_TRUE(records[1]->WaitResponses(2));
+  ASSERT_TRUE(WaitForAFreeSlot(d));
   ASSERT_EQ(d.Submit(model, StreamRequest(records[2], 5)), nullptr);
   for (auto& r : records) {
     ASSERT_TRUE(r->WaitEnded());
