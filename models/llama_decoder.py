@@ -17,11 +17,8 @@ token of the others, packed one after another (no padding through the
 linear layers; attention reads every request's cache with one indexed read
 per block and masks what a query may not see), then one token sampled per
 request, all rows at once, each from its own seeded sampler so a request's
-text does not depend on its batch. `prefill(...)` and `adopt(state)` opt
-into prefill apart (docs/continuous-batching.md): a request's prompt and
-first token on another interpreter, its state (position, tokens left,
-sampler state, KV-cache rows) copied into a slot of the batch's cache.
-`forward` is the same code for one request as a generator, which is how it streams when continuous_batching is
+text does not depend on its batch. `forward` is the same code for one
+request as a generator, which is how it streams when continuous_batching is
 0 (make bench-generate compares the two).
 
 Signature, named for the OpenAI routes' convention: PROMPT BYTES [1],
@@ -295,37 +292,6 @@ class Request:
         self.temperature = temperature
         self.sampler = random.Random(seed)  # one uniform draw per token
 
-    def portable(self, cache):
-        """This prefilled request's state as plain values and tensors (what
-        crosses interpreters): its KV-cache rows copied out of `cache`."""
-        version, words, gauss = self.sampler.getstate()
-        with torch.inference_mode():
-            keys = cache.keys[:, self.slot, :self.position].clone()
-            values = cache.values[:, self.slot, :self.position].clone()
-        return {"prompt_tokens": int(self.prompt_tokens[0]), "position": self.position,
-                "left": self.left, "temperature": self.temperature, "token": self.token,
-                "sampler": [version, torch.tensor(words, dtype=torch.int64), gauss],
-                "keys": keys, "values": values}
-
-    @classmethod
-    def adopted(cls, portable, cache):
-        """A request prefilled elsewhere (portable()), its KV-cache rows
-        copied into a slot of `cache`."""
-        s = cls.__new__(cls)
-        s.prompt = None
-        s.prompt_tokens = torch.tensor([portable["prompt_tokens"]])
-        s.slot = cache.take()
-        weakref.finalize(s, cache.give_back, s.slot)
-        s.position, s.left = portable["position"], portable["left"]
-        s.temperature, s.token = portable["temperature"], portable["token"]
-        version, words, gauss = portable["sampler"]
-        s.sampler = random.Random()
-        s.sampler.setstate((version, tuple(words.tolist()), gauss))
-        with torch.inference_mode():
-            cache.keys[:, s.slot, :s.position] = portable["keys"]
-            cache.values[:, s.slot, :s.position] = portable["values"]
-        return s
-
 
 class LlamaDecoder(nn.Module):
     continuous_batching = 16  # requests one step advances (0: each request its own generator)
@@ -402,19 +368,6 @@ class LlamaDecoder(nn.Module):
                               "COMPLETION_TOKENS": self.one, "PROMPT_TOKENS": s.prompt_tokens})
             finished.append(done)
         return responses, finished
-
-    def prefill(self, prompt, messages, max_tokens, temperature, seed):
-        """Prefill apart from the running batch (docs/continuous-batching.md,
-        "Prefill apart"): this request's prompt and first token alone, in any
-        interpreter, as its first step; its state to adopt() in the batch's
-        (none once it finished)."""
-        state = self.start(prompt, messages, max_tokens, temperature, seed)
-        responses, finished = self.step([state])
-        return responses[0], finished[0], None if finished[0] else state.portable(self.cache)
-
-    def adopt(self, portable):
-        """A request prefill() made in any interpreter joins this one's batch."""
-        return Request.adopted(portable, self.cache)
 
     def forward(self, prompt, messages, max_tokens, temperature, seed):
         state = self.start(prompt, messages, max_tokens, temperature, seed)

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <vector>
 
 #include "package_format/manifest.h"
 #include "server/inference/executable.h"
@@ -23,8 +22,6 @@ struct ModelLimits {
   /// Stateful sequences (`enabled`): their idle timeout and concurrency limit.
   SequenceBatchingSpec sequences;
 };
-
-struct Execution;
 
 class DispatchedModel {
  public:
@@ -61,10 +58,6 @@ class DispatchedModel {
   /// until one has run.
   Clock::duration recent_execution_ = Clock::duration::max();
   std::function<void()> on_drained_;  // called once, as it leaves
-  /// Continuous batching: its running batches (each an Execution of it),
-  /// which adopt requests prefilled apart, and those prefills in progress.
-  std::vector<Execution*> batches_;
-  size_t prefilling_ = 0;
 };
 
 }  // namespace manypy

@@ -136,13 +136,7 @@ ExecutionPtr Dispatcher::FindWork(
   for (size_t n = 0; n < models_.size(); ++n) {
     size_t index = (cursor_ + n) % models_.size();
     const std::shared_ptr<DispatchedModel>& model = models_[index];
-    if (model->running_ >= model->limits().instance_count) {
-      // Its running batch may take a request prefilled on this slot.
-      ExecutionPtr prefill = lent ? nullptr : PrefillWork(slot, model, now, wake, expired);
-      if (prefill == nullptr) continue;
-      cursor_ = (index + 1) % models_.size();
-      return prefill;
-    }
+    if (model->running_ >= model->limits().instance_count) continue;
     // A lent slot's turn ends at work only a worker may run: it is not passed over.
     if (lent && model->scheduler_->queued() > 0 && !RunsHere(*model)) return nullptr;
     std::vector<RequestPtr> gone;

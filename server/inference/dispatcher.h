@@ -157,24 +157,6 @@ class Dispatcher {
   /// is cancelled or passes its deadline, the others going on; it ends when
   /// none is left (dispatcher_batch.cc).
   void RunBatch(size_t slot, Execution& execution) EXCLUDES(mu_);
-  /// Run for a request of a continuously batched model that prefills apart
-  /// (Executable::prefills_apart), on a slot other than its running batch's:
-  /// the model's prefill makes its first response, sent at once, and its
-  /// portable state, handed with the request to a running batch of the
-  /// model, which adopts it at its next step boundary; when none runs any
-  /// more, this execution becomes one (RunBatch). A request that finishes,
-  /// fails or whose client left meanwhile ends here (dispatcher_prefill.cc).
-  void RunPrefill(size_t slot, Execution& execution) EXCLUDES(mu_);
-  /// FindWork's part for a model at its instance limit: a prefill apart of
-  /// its next queued request, when it prefills apart, a batch of it runs and
-  /// has room for the request; else null.
-  ExecutionPtr PrefillWork(
-      size_t slot, const std::shared_ptr<DispatchedModel>& model, Clock::time_point now,
-      Clock::time_point* wake,
-      std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>* expired) REQUIRES(mu_);
-  /// The running batch of `model` that should adopt a request prefilled
-  /// apart (the one with fewest requests, of those still taking them), or null.
-  Execution* BatchToAdopt(const DispatchedModel& model) REQUIRES(mu_);
   /// RunBatch's parts. Moves up to `room` queued requests of the execution's
   /// model into it (and the expired ones into `expired`); returns them.
   std::vector<InferenceRequest*> JoinBatch(

@@ -1,9 +1,7 @@
 // Dispatcher's running batch: continuous (iteration-level) batching of a
 // streaming model on one slot. Requests join at step boundaries and leave at
-// them, each alone; one step advances every request by one response. A
-// model that prefills apart also has requests handed to its batch already
-// prefilled (dispatcher_prefill.cc), adopted at a boundary. The queueing half
-// is dispatcher.cc, ordinary runs dispatcher_execute.cc.
+// them, each alone; one step advances every request by one response. The
+// queueing half is dispatcher.cc, ordinary runs dispatcher_execute.cc.
 #include <algorithm>
 #include <utility>
 
@@ -16,7 +14,6 @@ namespace {
 
 using Expired = std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>>;
 using Leaving = std::vector<std::pair<InferenceRequest*, Status>>;
-using Adopting = std::vector<std::pair<InferenceRequest*, Value>>;
 
 // A request in the running batch whose state the model's start() made.
 struct Member {
@@ -121,56 +118,15 @@ void Dispatcher::RunBatch(size_t slot, Execution& execution) {
   uint64_t next_key = 0;
   std::vector<Member> members;
   std::vector<InferenceRequest*> joining;
-  Adopting adopt;  // prefilled apart (dispatcher_prefill.cc), adopted at this boundary
   Expired expired;
-  // Moves up to the batch's room of the requests handed to it prefilled into
-  // `adopt`; returns the room left for queued ones.
-  auto take_adoptions = [&]() REQUIRES(mu_) {
-    size_t used = members.size() + joining.size();
-    while (!execution.adopting.empty() && used < size) {
-      adopt.push_back(std::move(execution.adopting.front()));
-      execution.adopting.erase(execution.adopting.begin());
-      ++used;
-    }
-    used += execution.adopting.size();  // already this batch's
-    return used < size ? size - used : 0;
-  };
-  // Whether the queued requests are better left to the free slots' workers
-  // to prefill apart (dispatcher_prefill.cc): only when each can take one at
-  // once; a burst (more queued than free slots) joins here, prefilled
-  // together in one step rather than one after another there.
-  auto leave_to_prefill = [&]() REQUIRES(mu_) {
-    if (!executable.prefills_apart()) return false;
-    size_t idle = 0;
-    for (size_t s = 0; s < slots_.size(); ++s) idle += slots_.Idle(s) ? 1 : 0;
-    return idle > 0 && model.scheduler_->queued() <= idle;
-  };
-  // This batch takes no more requests prefilled apart (under mu_, with the
-  // decision to end, so none is handed to a batch that ended).
-  auto unlist = [&]() REQUIRES(mu_) {
-    auto& batches = model.batches_;
-    batches.erase(std::remove(batches.begin(), batches.end(), &execution), batches.end());
-  };
-  struct Unlist {  // on every way out
-    Dispatcher* d;
-    std::vector<Execution*>& batches;
-    Execution* execution;
-    ~Unlist() {
-      MutexLock lock(d->mu_);
-      batches.erase(std::remove(batches.begin(), batches.end(), execution), batches.end());
-    }
-  } unlist_at_exit{this, model.batches_, &execution};
   {
     MutexLock lock(mu_);
-    model.batches_.push_back(&execution);
-    for (auto& r : execution.requests) {
-      bool prefilled = std::any_of(execution.adopting.begin(), execution.adopting.end(),
-                                   [&](const auto& a) { return a.first == r.get(); });
-      if (!prefilled) joining.push_back(r.get());
-    }
+    for (auto& r : execution.requests) joining.push_back(r.get());
     // Those queued beside the first join its first step.
-    if (size_t room = take_adoptions(); room > 0 && !leave_to_prefill()) {
-      for (InferenceRequest* r : JoinBatch(slot, execution, room, &expired)) joining.push_back(r);
+    if (joining.size() < size) {
+      for (InferenceRequest* r : JoinBatch(slot, execution, size - joining.size(), &expired)) {
+        joining.push_back(r);
+      }
     }
   }
   // The model's time (start, step) is bounded by its execution limit; the
@@ -215,26 +171,8 @@ void Dispatcher::RunBatch(size_t slot, Execution& execution) {
     Clock::time_point started = Clock::now();
     if (observer != nullptr) observer->OnExecutionStarted(m.name, m.version, slot);
     std::string error_type;
-    Leaving failed;  // their start() or adopt() raised, or they left before adoption: alone
+    Leaving failed;  // their start() raised: they leave alone
     computing(true);
-    // Those prefilled apart first: their first response is out already.
-    for (auto& [r, state] : adopt) {
-      if (Status gone = GoneStatus(model, *r, Clock::now()); !gone.ok()) {
-        failed.emplace_back(r, std::move(gone));  // cancelled between prefill and adoption
-        continue;
-      }
-      uint64_t key = next_key++;
-      std::string adopt_error;
-      Status adopted = executable.AdoptBatchedStream(slot, key, state, &execution.hook, &adopt_error);
-      if (execution.hook.fired()) break;
-      if (adopted.ok()) {
-        members.push_back({r, key});
-      } else {
-        failed.emplace_back(r, std::move(adopted));
-        if (error_type.empty()) error_type = adopt_error;
-      }
-    }
-    adopt.clear();
     for (InferenceRequest* r : joining) {
       r->times.started = Clock::now();
       uint64_t key = next_key++;
@@ -281,8 +219,6 @@ void Dispatcher::RunBatch(size_t slot, Execution& execution) {
       Leaving all;
       {
         MutexLock lock(mu_);
-        unlist();  // nothing more is handed to it
-        execution.adopting.clear();  // among execution.requests: they leave below
         if (execution.answered) return;
         no_one_waits = execution.no_one_waits;
         auto ran = std::chrono::duration_cast<std::chrono::microseconds>(computed - started);
@@ -301,13 +237,10 @@ void Dispatcher::RunBatch(size_t slot, Execution& execution) {
     if (execution.answered) return;
     // Once the watchdog found no one waiting it may fire the hook: no one
     // new joins this execution (a new one serves them).
-    // (Those handed to it are taken even so: their clients left too, and
-    // they leave at the next boundary.)
-    if (size_t room = take_adoptions(); room > 0 && !execution.no_one_waits && !leave_to_prefill()) {
-      joining = JoinBatch(slot, execution, room, &expired);
+    if (!execution.no_one_waits && members.size() < size) {
+      joining = JoinBatch(slot, execution, size - members.size(), &expired);
     }
-    if (members.empty() && joining.empty() && adopt.empty() && execution.adopting.empty()) {
-      unlist();  // a prefill that ends from now on makes a batch of its own
+    if (members.empty() && joining.empty()) {
       execution.answered = true;  // every request left: Abandon has nothing to answer
       lock.Unlock();
       for (auto& [gone_model, r] : expired) Expire(*gone_model, std::move(r));

@@ -102,7 +102,6 @@ void Dispatcher::Run(size_t slot, Execution& execution) {
   DispatchedModel& model = *execution.model;
   const Manifest& m = model.manifest();
   if (m.streaming) {
-    if (execution.prefill) return RunPrefill(slot, execution);
     if (model.executable().continuous_batching() > 0) return RunBatch(slot, execution);
     return RunStream(slot, execution);
   }

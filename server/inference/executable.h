@@ -132,31 +132,6 @@ class Executable {
     (void)slot, (void)keys, (void)hook, (void)error_type;
     return Internal("this model does not batch its streams continuously");
   }
-  /// Prefill apart from the running batch (optional, docs/text-generation.md,
-  /// "Prefill apart"): whether the model's prefill/adopt let a request be
-  /// prefilled on another interpreter while the batch steps. Known once
-  /// Prepare has run; false by default (every request joins by
-  /// StartBatchedStream).
-  virtual bool prefills_apart() const { return false; }
-  /// A request's prefill on `slot` (any interpreter, none of whose batch
-  /// states it touches): its first response, whether it finished, and its
-  /// portable state for AdoptBatchedStream (in `first.outputs`... as
-  /// StreamStep; `state` none once finished). A failure fails this request
-  /// alone (as RunReportingError's).
-  virtual StatusOr<Prefilled> PrefillBatchedStream(size_t slot, const std::vector<Value>& inputs,
-                                                   InterruptHook* hook, std::string* error_type) {
-    (void)slot, (void)inputs, (void)hook, (void)error_type;
-    return Internal("this model does not prefill apart from its running batch");
-  }
-  /// A prefilled request joins the running batch on `slot` under `key` (as
-  /// StartBatchedStream): the model's adopt(state) makes its state there
-  /// from PrefillBatchedStream's portable `state`. A failure fails this
-  /// request alone.
-  virtual Status AdoptBatchedStream(size_t slot, uint64_t key, const Value& state,
-                                    InterruptHook* hook, std::string* error_type) {
-    (void)slot, (void)key, (void)state, (void)hook, (void)error_type;
-    return Internal("this model does not prefill apart from its running batch");
-  }
   /// The requests of `keys` left the running batch on `slot`: their states go.
   virtual void EndBatchedStreams(size_t slot, const std::vector<uint64_t>& keys) {
     (void)slot, (void)keys;

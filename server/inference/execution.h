@@ -4,7 +4,6 @@
 #pragma once
 
 #include <memory>
-#include <utility>
 #include <vector>
 
 #include "server/inference/dispatched_model.h"
@@ -32,13 +31,6 @@ struct Execution {
   /// to reach its next yield, where it is closed (GeneratorExit), before
   /// the watchdog interrupts it.
   Clock::time_point no_one_waits_since = Clock::time_point::max();
-  /// Constant once started: a prefill apart from its model's running batch
-  /// (one request; Dispatcher::RunPrefill), not a call or a batch.
-  bool prefill = false;
-  /// Guarded by mu_: for a running batch, requests prefilled apart and
-  /// handed to it (already among `requests`), with the portable states it
-  /// adopts at its next step boundary.
-  std::vector<std::pair<InferenceRequest*, Value>> adopting;
 };
 using ExecutionPtr = std::shared_ptr<Execution>;
 

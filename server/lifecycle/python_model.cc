@@ -234,12 +234,6 @@ Status PythonModel::Prepare(size_t slot) {
                          .to_int();
       if (size > 0) batch_.In(session);
       continuous_batching_ = static_cast<size_t>(size);
-      // Likewise a prefill() without adopt() (or the reverse).
-      prefills_apart_ = size > 0 && DefineModelRuntime(session)
-                                        .Attr("prefills_apart")
-                                        .CallWith({model_.In(session)})
-                                        .ToValue()
-                                        .to_bool();
     }
     if (DefineModelRuntime(session)
             .Attr("is_compiled")
@@ -456,35 +450,6 @@ StatusOr<std::vector<StreamStep>> PythonModel::StepBatchedStreams(size_t slot,
     steps.push_back(std::move(step));
   }
   return steps;
-}
-
-StatusOr<Prefilled> PythonModel::PrefillBatchedStream(size_t slot, const std::vector<Value>& inputs,
-                                                      InterruptHook* hook, std::string* error_type) {
-  StatusOr<Value> result = CallInterruptibly(pool_, slot, hook, [&](InterpreterSession& session) {
-    return RunPython(
-        [&] { return batch_.In(session).Attr("prefill").Call({Value::List(inputs)}).ToValue(); },
-        [&](const PythonError& e) { return ModelRaised(e, error_type); });
-  });
-  if (!result.ok()) return result.status();
-  // The runtime answers [outputs or None, finished, state or None].
-  const Value::Items& parts = result->items();
-  Prefilled out;
-  if (!parts[0].is_none()) {
-    out.first.responded = true;
-    out.first.outputs = parts[0].items();
-  }
-  out.first.finished = parts[1].to_bool();
-  out.state = parts[2];
-  return out;
-}
-
-Status PythonModel::AdoptBatchedStream(size_t slot, uint64_t key, const Value& state,
-                                       InterruptHook* hook, std::string* error_type) {
-  return CallInterruptibly(pool_, slot, hook, [&](InterpreterSession& session) {
-    return RunPython(
-        [&] { batch_.In(session).Attr("adopt").Call({Value(static_cast<int64_t>(key)), state}); },
-        [&](const PythonError& e) { return ModelRaised(e, error_type); });
-  });
 }
 
 void PythonModel::EndBatchedStreams(size_t slot, const std::vector<uint64_t>& keys) {

@@ -80,13 +80,6 @@ class PythonModel final : public Executable {
   StatusOr<std::vector<StreamStep>> StepBatchedStreams(size_t slot, const std::vector<uint64_t>& keys,
                                                        InterruptHook* hook,
                                                        std::string* error_type) override;
-  /// Prefill apart (Executable's): the model's prefill in interpreter `slot`,
-  /// its adopt in the batch's.
-  bool prefills_apart() const override { return prefills_apart_.load(); }
-  StatusOr<Prefilled> PrefillBatchedStream(size_t slot, const std::vector<Value>& inputs,
-                                           InterruptHook* hook, std::string* error_type) override;
-  Status AdoptBatchedStream(size_t slot, uint64_t key, const Value& state, InterruptHook* hook,
-                            std::string* error_type) override;
   void EndBatchedStreams(size_t slot, const std::vector<uint64_t>& keys) override;
 
   /// Drops those sequences' states in interpreter `slot` (not after Release).
@@ -144,7 +137,6 @@ class PythonModel final : public Executable {
   std::vector<int64_t> slot_bytes_ GUARDED_BY(released_mu_);  // measured by Prepare
   std::atomic<bool> compiled_{false};  // set by Prepare
   std::atomic<size_t> continuous_batching_{0};  // set by Prepare
-  std::atomic<bool> prefills_apart_{false};      // set by Prepare
 };
 
 }  // namespace manypy

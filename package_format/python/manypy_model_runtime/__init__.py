@@ -14,13 +14,12 @@
 # What the host calls, by job:
 #   loading.py   load, owned_tensor_bytes
 #   calls.py     infer, start_stream (Stream), drop_sequence_states
-#   batched.py   batch_size, prefills_apart, start_batch (Batch): continuous batching's
-#                start/step (and prefill/adopt)
+#   batched.py   batch_size, start_batch (Batch): continuous batching's start/step
 #   compiled.py  import_compiler, is_compiled (torch.compile'd models)
 #   importer.py  check_extern_modules, the archive's importer
 #   outputs.py   the outputs a result gives, in manifest order
 #   errors.py    MissingModulesError, CompileToolchainError, ModelOutputError
-from manypy_model_runtime.batched import Batch, batch_size, prefills_apart, start_batch
+from manypy_model_runtime.batched import Batch, batch_size, start_batch
 from manypy_model_runtime.calls import Stream, drop_sequence_states, infer, start_stream
 from manypy_model_runtime.compiled import import_compiler, is_compiled
 from manypy_model_runtime.errors import (CompileToolchainError, MissingModulesError,
@@ -32,4 +31,4 @@ from manypy_model_runtime.outputs import _as_output_list
 __all__ = ["Batch", "CompileToolchainError", "MissingModulesError", "ModelOutputError", "Stream",
            "_as_output_list", "check_extern_modules", "drop_sequence_states", "import_compiler",
            "infer", "is_compiled", "load", "owned_tensor_bytes", "start_stream",
-           "batch_size", "prefills_apart", "start_batch"]
+           "batch_size", "start_batch"]

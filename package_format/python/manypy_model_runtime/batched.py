@@ -1,11 +1,9 @@
 # Continuous (iteration-level) batching of a streaming model: the model opts in
 # with `continuous_batching = N` and two methods, `start(*inputs) -> state` (one
 # request) and `step(states) -> (responses, finished)` (every running request
-# advanced by one response). A model may also opt into prefill apart from the
-# running batch with two more, `prefill(*inputs) -> (response, finished,
-# portable state)` (any interpreter) and `adopt(portable state) -> state` (the
-# batch's). The server's running batch (server/inference/dispatcher_batch.cc)
-# drives one Batch per interpreter; docs/text-generation.md is the reference.
+# advanced by one response). The server's running batch
+# (server/inference/dispatcher_batch.cc) drives one Batch per interpreter;
+# docs/text-generation.md is the reference.
 from manypy_model_runtime.calls import _to, call_as_running
 from manypy_model_runtime.errors import ModelOutputError
 from manypy_model_runtime.outputs import _as_output_list
@@ -29,18 +27,6 @@ def batch_size(model):
                              f"method (continuous batching calls start(*inputs) per request and "
                              f"step(states) per step)")
     return n
-
-
-def prefills_apart(model):
-    """Whether the model opts into prefill apart from its running batch: it
-    has both prefill() and adopt() (one without the other is refused)."""
-    has = [callable(getattr(model, name, None)) for name in ("prefill", "adopt")]
-    if has[0] != has[1]:
-        missing, present = ("adopt", "prefill") if has[0] else ("prefill", "adopt")
-        raise ValueError(f"the model has {present}() but no {missing}() (prefill apart from the "
-                         f"running batch takes both: prefill(*inputs) -> (response, finished, "
-                         f"state) and adopt(state) -> state)")
-    return has[0]
 
 
 def _error(e):
@@ -76,25 +62,6 @@ class Batch:
         if self._device != "cpu":
             inputs = [_to(i, self._device) for i in inputs]
         self._states[key] = call_as_running(self._model, lambda: self._model.start(*inputs))
-
-    def prefill(self, inputs):
-        """A request's prefill apart from the running batch, in any
-        interpreter: [outputs or None, finished, portable state] from the
-        model's prefill(*inputs) (the state None once finished)."""
-        if self._device != "cpu":
-            inputs = [_to(i, self._device) for i in inputs]
-        result = call_as_running(self._model, lambda: self._model.prefill(*inputs))
-        if not isinstance(result, (tuple, list)) or len(result) != 3:
-            raise ModelOutputError(f"prefill(*inputs) must return (response, finished, state), got "
-                                   f"{type(result).__name__}")
-        response, finished, state = result
-        outputs = None if response is None else self._outputs(response)
-        return [outputs, bool(finished), None if finished else state]
-
-    def adopt(self, key, state):
-        """A prefilled request joins this interpreter's running batch: its
-        state from the model's adopt(portable state)."""
-        self._states[key] = call_as_running(self._model, lambda: self._model.adopt(state))
 
     def _outputs(self, response):
         outputs = _as_output_list(response, self._output_names)

@@ -1,8 +1,7 @@
 """manypy_model_runtime.batched: continuous batching's start/step as the
 server calls them (the opt-in's checks, a step's answers, exceptions that
-name states, prefill apart and adoption), and models/llama_decoder: its
-batched steps give each request the text it gets alone, prefilled in the
-batch or apart."""
+name states), and models/llama_decoder: its batched steps give each request
+the text it gets alone."""
 import os
 import sys
 import unittest
@@ -42,18 +41,6 @@ class Counter(torch.nn.Module):
         return out, [s["sent"] >= s["left"] for s in states]
 
 
-class Prefilling(Counter):
-    """Counter with prefill apart: its portable state is a plain dict."""
-
-    def prefill(self, count):
-        state = self.start(count)
-        responses, finished = self.step([state])
-        return responses[0], finished[0], dict(state)
-
-    def adopt(self, state):
-        return dict(state)
-
-
 class BatchTest(unittest.TestCase):
     def batch(self, model=None):
         return batched.start_batch(model or Counter(), "forward", ["OUT"], "cpu", False)
@@ -73,33 +60,6 @@ class BatchTest(unittest.TestCase):
                 return x
         with self.assertRaisesRegex(ValueError, r"has no step\(\) method"):
             batched.batch_size(NoStep())
-
-    def test_prefill_apart_takes_both_prefill_and_adopt(self):
-        self.assertTrue(batched.prefills_apart(Prefilling()))
-        self.assertFalse(batched.prefills_apart(Counter()))
-
-        class NoAdopt(Counter):
-            def prefill(self, count):
-                return None, True, None
-        with self.assertRaisesRegex(ValueError, r"has prefill\(\) but no adopt\(\)"):
-            batched.prefills_apart(NoAdopt())
-
-    def test_a_prefilled_state_is_adopted_by_another_batch_and_steps_on_there(self):
-        apart, running = self.batch(Prefilling()), self.batch(Prefilling())
-        outputs, finished, state = apart.prefill([torch.tensor([3])])
-        self.assertEqual(int(outputs[0][0]), 0)
-        self.assertFalse(finished)
-        running.adopt(7, state)
-        self.assertEqual([int(x[0][0][0]) for x in running.step([7])], [1])
-        # Finished by its prefill: no state to hand on.
-        self.assertEqual(apart.prefill([torch.tensor([1])])[1:], [True, None])
-
-    def test_a_prefill_that_returns_the_wrong_shape_is_refused(self):
-        class Bad(Prefilling):
-            def prefill(self, count):
-                return "nope"
-        with self.assertRaisesRegex(ModelOutputError, r"must return \(response, finished, state\)"):
-            self.batch(Bad()).prefill([torch.tensor([1])])
 
     def test_each_key_gets_its_response_and_finished_flag_in_order(self):
         b = self.batch()
@@ -189,48 +149,6 @@ class LlamaDecoderTest(unittest.TestCase):
         gc.collect()
         cache = model.cache
         self.assertEqual(sorted(cache.free), list(range(cache.keys.shape[1])))
-
-    def test_requests_prefilled_apart_and_adopted_get_the_text_they_get_alone(self):
-        """prefill() on one model object (another interpreter's), adopt() on
-        the running batch's, joining mid-batch: the same texts as alone (the
-        sampler's state and the KV-cache rows travel); the prefilling
-        object's cache slot is free again at once."""
-        import gc
-        import llama_decoder as L
-        batch, apart = L.build(), L.build()
-
-        def inputs(prompt, tokens, temperature):
-            return ([prompt], [b""], torch.tensor([tokens]), torch.tensor([temperature]),
-                    torch.tensor([-1]))
-        plan = [(b"Once upon a time", 12, 0.8, 0), (b"hi", 9, 0.0, 2),
-                (b"The quick brown fox", 10, 1.0, 2), (b"x", 1, 0.8, 3)]
-        with torch.inference_mode():
-            alone = [b"".join(r["TEXT"][0] for r in batch(*inputs(p, n, t))) for p, n, t, _ in plan]
-            states, texts, live, at = {}, [b""] * len(plan), [], 0
-            while at <= 3 or live:
-                for i, (p, n, t, join) in enumerate(plan):
-                    if join != at:
-                        continue
-                    if at == 0:
-                        states[i] = batch.start(*inputs(p, n, t))
-                        live.append(i)
-                        continue
-                    response, finished, portable = apart.prefill(*inputs(p, n, t))
-                    texts[i] += response["TEXT"][0]
-                    if finished:
-                        self.assertIsNone(portable)
-                        continue
-                    states[i] = batch.adopt(portable)
-                    live.append(i)
-                if live:
-                    responses, finished = batch.step([states[i] for i in live])
-                    for i, r in zip(live, responses):
-                        texts[i] += r["TEXT"][0]
-                    live = [i for i, f in zip(live, finished) if not f]
-                at += 1
-        self.assertEqual(texts, alone)
-        gc.collect()
-        self.assertEqual(sorted(apart.cache.free), list(range(apart.cache.keys.shape[1])))
 
 
 if __name__ == "__main__":

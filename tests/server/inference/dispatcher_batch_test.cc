@@ -1,8 +1,7 @@
 // The Dispatcher's running batch (continuous batching of a streaming model)
 // with a fake model: requests join at the next step up to the model's size,
 // leave when they finish, fail alone, are cancelled or pass their deadline,
-// each stream's responses in order; statistics and the streams gauge; and
-// prefill apart (a request prefilled on a free slot, adopted by the batch).
+// each stream's responses in order; statistics and the streams gauge.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +25,6 @@ struct StreamRecord {
   bool ended = false;
   Status status;
   std::atomic<bool> leave{false};  // the client left
-  size_t leave_after = 0;          // if > 0: the client leaves once it has this many
 
   bool WaitEnded(std::chrono::milliseconds timeout = 20s) {
     std::unique_lock<std::mutex> lock(mu);
@@ -57,7 +55,6 @@ RequestPtr StreamRequest(const std::shared_ptr<StreamRecord>& record, int64_t co
     if (record->leave) return Cancelled("the client left");
     std::lock_guard<std::mutex> lock(record->mu);
     record->responses.push_back(outputs[0].to_tensor()[0].item<float>());
-    if (record->leave_after > 0 && record->responses.size() >= record->leave_after) record->leave = true;
     record->cv.notify_all();
     return Status::Ok();
   };
@@ -220,164 +217,6 @@ TEST(DispatcherBatchTest, TheStreamsGaugeCountsTheRunningBatchsRequests) {
   for (auto& r : records) ASSERT_TRUE(r->WaitEnded());
   EXPECT_TRUE(d.Drain(Clock::now() + 5s));
   EXPECT_EQ(d.Loads()[0].streams, 0u);
-}
-
-// Waits until a worker of `d` (2 slots) waits for work: a request submitted
-// then is prefilled apart (a worker still starting is not free, and the
-// batch would take the request at its next boundary).
-bool WaitForAFreeSlot(const Dispatcher& d) {
-  for (auto until = Clock::now() + 5s; Clock::now() < until; std::this_thread::sleep_for(1ms)) {
-    if (d.TEST_SlotIdle(0) || d.TEST_SlotIdle(1)) return true;
-  }
-  return false;
-}
-
-// Prefill apart: a request that comes while the batch runs on one slot is
-// prefilled on the other, its first response sent from there, and adopted
-// by the batch at a step boundary; its stream goes on from the batch.
-TEST(DispatcherBatchTest, ARequestIsPrefilledOnAFreeSlotAndTheRunningBatchAdoptsIt) {
-  auto fake = std::make_shared<FakeBatchedStreams>(8, 2ms, 1ms);
-  Dispatcher d({2});
-  auto model = BatchedModel(fake);
-  d.Add(model);
-  auto records = Records(2);
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[0], 60)), nullptr);
-  ASSERT_TRUE(records[0]->WaitResponses(3));
-  ASSERT_TRUE(WaitForAFreeSlot(d));
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[1], 10)), nullptr);
-  for (auto& r : records) ASSERT_TRUE(r->WaitEnded());
-  for (size_t i = 0; i < 2; ++i) {
-    EXPECT_TRUE(records[i]->status.ok()) << records[i]->status.ToString();
-    EXPECT_EQ(records[i]->responses.size(), i == 0 ? 60u : 10u);
-    EXPECT_TRUE(records[i]->InOrder());
-  }
-  std::vector<size_t> prefills = fake->prefill_slots(), steps = fake->step_slots();
-  ASSERT_EQ(prefills.size(), 1u);
-  EXPECT_EQ(fake->adoptions(), 1u);
-  // Every step ran on the batch's slot, the prefill on the other.
-  EXPECT_EQ(std::count(steps.begin(), steps.end(), steps[0]), static_cast<long>(steps.size()));
-  EXPECT_NE(prefills[0], steps[0]);
-  std::vector<size_t> sizes = fake->step_sizes();
-  EXPECT_EQ(*std::max_element(sizes.begin(), sizes.end()), 2u);
-  // A step per response of the first; the second's first response was its
-  // prefill, one execution more.
-  EXPECT_EQ(sizes.size(), 60u);
-  EXPECT_EQ(model->stats().execution_count.load(), sizes.size() + 1);
-  EXPECT_EQ(model->stats().inference_count.load(), 70u);  // every response once
-  EXPECT_EQ(model->stats().success_count.load(), 2u);
-  EXPECT_EQ(fake->live_states(), 0u);
-}
-
-TEST(DispatcherBatchTest, WithNoFreeSlotARequestJoinsTheBatchAndIsPrefilledInItsStep) {
-  auto fake = std::make_shared<FakeBatchedStreams>(8, 2ms, 1ms);
-  Dispatcher d({1});  // the batch's slot is the only one
-  auto model = BatchedModel(fake);
-  d.Add(model);
-  auto records = Records(2);
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[0], 30)), nullptr);
-  ASSERT_TRUE(records[0]->WaitResponses(3));
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[1], 10)), nullptr);
-  for (auto& r : records) {
-    ASSERT_TRUE(r->WaitEnded());
-    EXPECT_TRUE(r->status.ok()) << r->status.ToString();
-    EXPECT_TRUE(r->InOrder());
-  }
-  EXPECT_EQ(records[1]->responses.size(), 10u);
-  EXPECT_TRUE(fake->prefill_slots().empty());
-  EXPECT_EQ(fake->adoptions(), 0u);
-}
-
-TEST(DispatcherBatchTest, AFailedPrefillOrAdoptionFailsThatRequestAloneAndTheBatchGoesOn) {
-  auto fake = std::make_shared<FakeBatchedStreams>(8, 2ms, 1ms);
-  Dispatcher d({2});
-  auto model = BatchedModel(fake);
-  d.Add(model);
-  auto records = Records(3);
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[0], 60)), nullptr);
-  ASSERT_TRUE(records[0]->WaitResponses(3));
-  ASSERT_TRUE(WaitForAFreeSlot(d));
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[1], 10, /*fail_at=*/-3)), nullptr);
-  ASSERT_TRUE(records[1]->WaitEnded());
-  ASSERT_TRUE(WaitForAFreeSlot(d));
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[2], 10, /*fail_at=*/-4)), nullptr);
-  for (auto& r : records) ASSERT_TRUE(r->WaitEnded());
-  EXPECT_EQ(records[1]->status.code(), StatusCode::kInternal);
-  EXPECT_NE(records[1]->status.message().find("its prefill failed"), std::string::npos);
-  EXPECT_TRUE(records[1]->responses.empty());
-  EXPECT_EQ(records[2]->status.code(), StatusCode::kInternal);
-  EXPECT_NE(records[2]->status.message().find("its adoption failed"), std::string::npos);
-  EXPECT_EQ(records[2]->responses.size(), 1u);  // its prefill's response stands
-  EXPECT_TRUE(records[0]->status.ok()) << records[0]->status.ToString();
-  EXPECT_EQ(records[0]->responses.size(), 60u);
-  EXPECT_TRUE(records[0]->InOrder());
-  EXPECT_EQ(fake->prefill_slots().size(), 2u);
-  EXPECT_EQ(model->stats().success_count.load(), 1u);
-  EXPECT_EQ(model->stats().fail_count.load(), 2u);
-  EXPECT_EQ(fake->live_states(), 0u);
-}
-
-TEST(DispatcherBatchTest, AClientThatLeavesBetweenItsPrefillAndItsAdoptionLeavesCleanly) {
-  // Steps of 100 ms: the client leaves while the batch's step runs, after
-  // its prefill handed it over and before the boundary that adopts it.
-  auto fake = std::make_shared<FakeBatchedStreams>(8, 100ms, 1ms);
-  Dispatcher d({2});
-  auto model = BatchedModel(fake);
-  d.Add(model);
-  auto records = Records(3);
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[0], 8)), nullptr);
-  ASSERT_TRUE(records[0]->WaitResponses(1));
-  ASSERT_TRUE(WaitForAFreeSlot(d));
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[1], 100)), nullptr);
-  ASSERT_TRUE(records[1]->WaitResponses(1));
-  records[1]->leave = true;
-  // And one whose client leaves as its first response arrives: it ends
-  // where it was prefilled.
-  records[2]->leave_after = 1;
-  ASSERT_TRUE(WaitForAFreeSlot(d));
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[2], 100)), nullptr);
-  for (auto& r : records) ASSERT_TRUE(r->WaitEnded());
-  EXPECT_EQ(records[1]->status.code(), StatusCode::kCancelled) << records[1]->status.ToString();
-  EXPECT_EQ(records[2]->status.code(), StatusCode::kCancelled) << records[2]->status.ToString();
-  EXPECT_EQ(records[1]->responses.size(), 1u);
-  EXPECT_EQ(records[2]->responses.size(), 1u);
-  EXPECT_TRUE(records[0]->status.ok()) << records[0]->status.ToString();
-  EXPECT_EQ(records[0]->responses.size(), 8u);
-  EXPECT_EQ(fake->adoptions(), 0u);
-  EXPECT_EQ(model->stats().cancel_count.load(), 2u);
-  EXPECT_EQ(fake->live_states(), 0u);
-  EXPECT_TRUE(d.Drain(Clock::now() + 5s));
-}
-
-TEST(DispatcherBatchTest, APrefillThatOutlivesTheBatchBecomesTheModelsBatch) {
-  // The batch's one request ends while the other is being prefilled (50 ms):
-  // no batch is left to adopt it, so its prefill's slot runs it on.
-  auto fake = std::make_shared<FakeBatchedStreams>(8, 1ms, 50ms);
-  Dispatcher d({2});
-  auto model = BatchedModel(fake);
-  d.Add(model);
-  auto records = Records(3);
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[0], 5)), nullptr);
-  ASSERT_TRUE(records[0]->WaitResponses(1));
-  ASSERT_TRUE(WaitForAFreeSlot(d));
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[1], 200)), nullptr);
-  ASSERT_TRUE(records[0]->WaitEnded());
-  ASSERT_TRUE(records[1]->WaitResponses(2));
-  ASSERT_TRUE(WaitForAFreeSlot(d));
-  ASSERT_EQ(d.Submit(model, StreamRequest(records[2], 5)), nullptr);
-  for (auto& r : records) {
-    ASSERT_TRUE(r->WaitEnded());
-    EXPECT_TRUE(r->status.ok()) << r->status.ToString();
-    EXPECT_TRUE(r->InOrder());
-  }
-  EXPECT_EQ(records[1]->responses.size(), 200u);
-  EXPECT_EQ(records[2]->responses.size(), 5u);
-  std::vector<size_t> prefills = fake->prefill_slots(), steps = fake->step_slots();
-  ASSERT_FALSE(prefills.empty());
-  EXPECT_EQ(steps.back(), prefills[0]);  // the second's slot stepped last
-  EXPECT_EQ(fake->adoptions(), prefills.size());
-  EXPECT_EQ(fake->live_states(), 0u);
-  EXPECT_TRUE(d.Drain(Clock::now() + 5s));
-  EXPECT_EQ(d.Loads()[0].running, 0u);
 }
 
 }  // namespace
