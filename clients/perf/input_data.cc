@@ -60,10 +60,9 @@ std::string RandomRaw(const std::string& datatype, int64_t count, int string_len
   return raw;
 }
 
-}  // namespace
-
+// The inputs of input set `set`: an input with one file uses it in every set.
 StatusOr<client::InferInputs> MakeInputs(const inference::ModelMetadataResponse& metadata,
-                                         bool batching, const PerfOptions& options) {
+                                         bool batching, const PerfOptions& options, size_t set) {
   std::mt19937 rng(42);
   client::InferInputs inputs;
   for (const auto& m : metadata.inputs()) {
@@ -77,7 +76,8 @@ StatusOr<client::InferInputs> MakeInputs(const inference::ModelMetadataResponse&
           RandomRaw(m.datatype(), client::ElementCount(shape), options.string_length, &rng)));
       continue;
     }
-    StatusOr<std::string> raw = ReadFile(file->second);
+    const std::vector<std::string>& files = file->second;
+    StatusOr<std::string> raw = ReadFile(files.size() == 1 ? files[0] : files.at(set));
     if (!raw.ok()) return raw.status();
     // Size the one variable dimension from the file; any others become 1.
     int variable = -1, fixed = 1;
@@ -104,12 +104,25 @@ StatusOr<client::InferInputs> MakeInputs(const inference::ModelMetadataResponse&
     }
     inputs.push_back(client::InferInput::FromRaw(m.name(), m.datatype(), shape, std::move(*raw)));
   }
-  for (const auto& [name, path] : options.input_files) {
+  for (const auto& [name, paths] : options.input_files) {
     bool known = false;
     for (const auto& m : metadata.inputs()) known |= m.name() == name;
     if (!known) return InvalidArgument("--input " + name + ": the model has no such input");
   }
   return inputs;
+}
+
+}  // namespace
+
+StatusOr<std::vector<client::InferInputs>> MakeInputSets(
+    const inference::ModelMetadataResponse& metadata, bool batching, const PerfOptions& options) {
+  std::vector<client::InferInputs> sets;
+  for (size_t set = 0; set < InputSetCount(options); ++set) {
+    StatusOr<client::InferInputs> inputs = MakeInputs(metadata, batching, options, set);
+    if (!inputs.ok()) return inputs.status();
+    sets.push_back(std::move(*inputs));
+  }
+  return sets;
 }
 
 }  // namespace manypy::perf

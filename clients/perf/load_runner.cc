@@ -91,7 +91,7 @@ StepSummary LoadRunner::Measure(Recorder* recorder, const std::string& label, in
 
 std::vector<Sender> LoadRunner::MakeSenders(int count) const {
   std::vector<Sender> made;
-  for (int i = 0; i < count; ++i) made.push_back(senders_());
+  for (int i = 0; i < count; ++i) made.push_back(senders_(i));
   return made;
 }
 

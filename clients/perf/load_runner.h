@@ -20,11 +20,14 @@ struct SendFigures {
   int64_t responses = -1;  ///< -1: not a stream
 };
 /// Sends one request and waits for its reply: the reply's status. A stream's
-/// sender (--streaming) also fills its figures.
+/// sender (--streaming) also fills its figures. Called from its one sender
+/// thread only, so it may keep state (which input set its next request sends).
 using Sender = std::function<Status(SendFigures*)>;
-/// Makes the sender of one sender thread (gRPC: a call on a client with a
-/// connection of its own, already connected; HTTP: a connection of its own).
-using SenderFactory = std::function<Sender()>;
+/// Makes the sender of sender thread `worker` (0 to the step's thread count - 1;
+/// it picks the input sets its requests send, InputSetFor) (gRPC: a call on a
+/// client with a connection of its own, already connected; HTTP: a connection
+/// of its own).
+using SenderFactory = std::function<Sender(int worker)>;
 /// Called with each window's figures as the window closes (measuring thread).
 using WindowObserver = std::function<void(const StepSummary&)>;
 /// A closed loop driven from one thread (--async, async_grpc_load.h) instead

@@ -75,17 +75,27 @@ int main(int argc, char** argv) {
   if (!metadata.ok()) return Fail(metadata.status());
   // Servers without ModelConfig (or models without one) are taken as not batching.
   bool batching = config.ok() && config->config().max_batch_size() > 0;
-  auto made = perf::MakeInputs(*metadata, batching, options);
+  auto made = perf::MakeInputSets(*metadata, batching, options);
   if (!made.ok()) return Fail(made.status());
-  const client::InferInputs inputs = std::move(*made);
+  // One set unless an --input is given several times; each sender thread
+  // cycles through them from its own offset (InputSetFor).
+  const std::vector<client::InferInputs> input_sets = std::move(*made);
+  const client::InferInputs& inputs = input_sets.front();
+  const size_t sets = input_sets.size();
 
   perf::SenderFactory senders;
   if (options.protocol == "http") {
-    senders = [&]() -> perf::Sender {
+    senders = [&](int worker) -> perf::Sender {
       auto sender =
           std::make_shared<perf::HttpSender>(options.url, options.timeout_ms, http_tls, token);
       sender->SetInferRequest(options.model, options.model_version, inputs);
-      return [sender](perf::SendFigures*) { return sender->Infer(); };
+      if (sets == 1) return [sender](perf::SendFigures*) { return sender->Infer(); };
+      // Several sets: the request's body is rebuilt for each request's set.
+      return [&, sender, worker, k = uint64_t{0}](perf::SendFigures*) mutable {
+        sender->SetInferRequest(options.model, options.model_version,
+                                input_sets[perf::InputSetFor(worker, k++, sets)]);
+        return sender->Infer();
+      };
     };
   } else {
     client::InferOptions infer;
@@ -93,7 +103,7 @@ int main(int argc, char** argv) {
     infer.model_version = options.model_version;
     infer.timeout = std::chrono::milliseconds(options.timeout_ms);
     // One connection per concurrent stream, as that many independent clients would have.
-    senders = [&, infer]() -> perf::Sender {
+    senders = [&, infer](int worker) -> perf::Sender {
       client::InferenceClient::Options own;
       own.dedicated_connection = true;
       own.tls = options.tls;
@@ -104,15 +114,19 @@ int main(int argc, char** argv) {
       // (LoadRunner makes every sender first): see WaitForConnection.
       Status failed = stream ? stream->WaitForConnection(ConnectTimeout(options)) : created.status();
       if (!failed.ok()) return [failed](perf::SendFigures*) { return failed; };
+      // This thread's k-th request sends set InputSetFor(worker, k) (set 0 when one).
       if (options.streaming) {
-        return [&, infer, stream](perf::SendFigures* figures) {
+        return [&, infer, stream, worker, k = uint64_t{0}](perf::SendFigures* figures) mutable {
           figures->responses = 0;
-          return stream->GenerateStream(inputs, infer, [figures](client::InferResult&&) {
+          const client::InferInputs& these = input_sets[perf::InputSetFor(worker, k++, sets)];
+          return stream->GenerateStream(these, infer, [figures](client::InferResult&&) {
             if (figures->responses++ == 0) figures->first_response = std::chrono::steady_clock::now();
           });
         };
       }
-      return [&, infer, stream](perf::SendFigures*) { return stream->Infer(inputs, infer).status(); };
+      return [&, infer, stream, worker, k = uint64_t{0}](perf::SendFigures*) mutable {
+        return stream->Infer(input_sets[perf::InputSetFor(worker, k++, sets)], infer).status();
+      };
     };
   }
   perf::LoadRunner runner(senders, options);

@@ -1,5 +1,6 @@
 #include "clients/perf/perf_options.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace manypy::perf {
@@ -57,7 +58,13 @@ Usage: manypy-perf -m MODEL [-u HOST:PORT] [options]
   --max-windows N            at most N windows per step (default 10)
   -b, --batch-size N         size of the batch dimension for models that batch (default 1)
   --input NAME=FILE          raw little-endian bytes for input NAME (BYTES: 4-byte length
-                             prefixes); one variable dimension is sized from the file
+                             prefixes); one variable dimension is sized from the file.
+                             Given several times for one NAME: one input set per file (in
+                             order); every input given more than once must be given the
+                             same number of times, one given once is in every set. Sender
+                             thread w's k-th request sends set (w + k) mod sets, so what
+                             requests ask for varies per request and across threads
+                             (e.g. a generator's MAX_TOKENS; not with --async)
   --string-length N          length of random BYTES elements (default 8)
   --timeout-ms N             deadline of each request (default 30000)
   --csv PATH                 write the CSV table to PATH (default: stdout)
@@ -85,6 +92,12 @@ Per step it reports throughput (infer_per_s: successful inferences x batch size 
 p50/p90/p95/p99 latency in ms over successful requests (over failed ones when none
 succeeded), and errors by status code. Progress goes to stderr, one line per window.
 )";
+}
+
+size_t InputSetCount(const PerfOptions& options) {
+  size_t sets = 1;
+  for (const auto& [name, files] : options.input_files) sets = std::max(sets, files.size());
+  return sets;
 }
 
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
@@ -169,7 +182,7 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
     else if (flag == "--input") {
       size_t at = value.find('=');
       if (at == std::string::npos || at == 0) return InvalidArgument("--input wants NAME=FILE");
-      o.input_files[value.substr(0, at)] = value.substr(at + 1);
+      o.input_files[value.substr(0, at)].push_back(value.substr(at + 1));
     } else {
       return InvalidArgument("unknown flag " + flag + " (see --help)");
     }
@@ -188,6 +201,25 @@ StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv) {
   if (o.async && (o.protocol != "grpc" || o.streaming || !o.rates.empty())) {
     return InvalidArgument("--async drives gRPC unary requests in a closed loop (-i grpc, "
                            "--concurrency; not --streaming or --rate)");
+  }
+  // Inputs named several times make that many sets; they must agree on how many.
+  size_t sets = 1;
+  std::string sets_from;
+  for (const auto& [name, files] : o.input_files) {
+    if (files.size() == 1) continue;
+    if (sets == 1) {
+      sets = files.size();
+      sets_from = name;
+    } else if (files.size() != sets) {
+      return InvalidArgument("--input " + name + " is given " + std::to_string(files.size()) +
+                             " times and --input " + sets_from + " " + std::to_string(sets) +
+                             " times: inputs given more than once make one input set per file, "
+                             "so they must be given the same number of times (or once: shared)");
+    }
+  }
+  if (sets > 1 && o.async) {
+    return InvalidArgument("--async sends one request; several input sets (an --input given "
+                           "more than once) need the threaded closed loop");
   }
   if (o.window_seconds <= 0) return InvalidArgument("--window-seconds must be > 0");
   if (o.stability_percent < 0) return InvalidArgument("--stability-percent must be >= 0");

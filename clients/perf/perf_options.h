@@ -29,7 +29,9 @@ struct PerfOptions {
   int64_t batch_size = 1;
   int timeout_ms = 30000;
   int string_length = 8;     // BYTES elements of random data
-  std::map<std::string, std::string> input_files;  // input name -> raw file
+  /// --input NAME=FILE: input name -> its raw files, one per input set (a name
+  /// given once: one file, shared by every set). See InputSetCount.
+  std::map<std::string, std::vector<std::string>> input_files;
   std::string csv_path;      // empty: stdout
   std::string json_path;     // empty: none
   std::string window_log_path;  // --window-log: one JSON line per window; empty: none
@@ -42,6 +44,11 @@ struct PerfOptions {
 
 /// Parses argv; InvalidArgument naming the bad flag.
 StatusOr<PerfOptions> ParsePerfOptions(int argc, char** argv);
+
+/// How many input sets the --input files make: the number of files of every
+/// input named more than once (they must agree; ParsePerfOptions refuses a
+/// mismatch), else 1.
+size_t InputSetCount(const PerfOptions& options);
 
 /// The --help text.
 std::string PerfUsage();

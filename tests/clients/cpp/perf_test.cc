@@ -1,5 +1,6 @@
 // manypy-perf as a subprocess against the real manypy-server: the JSON it
-// writes is well-formed and its numbers are consistent.
+// writes is well-formed and its numbers are consistent. And its input sets
+// (an --input given several times) parsed and cycled, directly.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -11,6 +12,8 @@
 #include <regex>
 #include <sstream>
 
+#include "clients/perf/input_data.h"
+#include "clients/perf/perf_options.h"
 #include "tests/test_util/server_process.h"
 
 namespace manypy {
@@ -319,6 +322,112 @@ TEST(PerfStreamingTest, StreamsReportTheirResponsesAndTimeToFirstResponse) {
   fs::remove_all(dir);
   // HTTP has no --streaming here.
   EXPECT_NE(std::system((std::string(MANYPY_PERF_BINARY) + " -m ticker -i http --streaming 2>/dev/null").c_str()), 0);
+}
+
+}  // namespace
+}  // namespace manypy
+
+namespace manypy {
+namespace {
+
+StatusOr<perf::PerfOptions> Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "manypy-perf");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return perf::ParsePerfOptions(static_cast<int>(argv.size()), argv.data());
+}
+
+// An --input given once is one set, as before; given n times, n sets in the
+// order given, an input given once shared by all of them.
+TEST(PerfInputSetsTest, InputsGivenSeveralTimesMakeThatManySets) {
+  auto one = Parse({"-m", "m", "--input", "A=a.bin", "--input", "B=b.bin"});
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(perf::InputSetCount(*one), 1u);
+  EXPECT_EQ(one->input_files.at("A"), std::vector<std::string>{"a.bin"});
+  auto three = Parse({"-m", "m", "--input", "A=a1", "--input", "B=b", "--input", "A=a2",
+                      "--input=A=a3", "--input", "C=c1", "--input", "C=c2", "--input", "C=c3"});
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  EXPECT_EQ(perf::InputSetCount(*three), 3u);
+  EXPECT_EQ(three->input_files.at("A"), (std::vector<std::string>{"a1", "a2", "a3"}));
+  EXPECT_EQ(three->input_files.at("B"), std::vector<std::string>{"b"});
+  auto none = Parse({"-m", "m"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(perf::InputSetCount(*none), 1u);
+}
+
+// Inputs given more than once but not the same number of times: refused,
+// naming both; and --async, which sends one request, refuses several sets.
+TEST(PerfInputSetsTest, MismatchedCountsAndAsyncAreRefused) {
+  auto mismatch = Parse({"-m", "m", "--input", "A=a1", "--input", "A=a2", "--input", "B=b1",
+                         "--input", "B=b2", "--input", "B=b3"});
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(mismatch.status().message().find("--input B is given 3 times"), std::string::npos)
+      << mismatch.status().message();
+  EXPECT_NE(mismatch.status().message().find("--input A 2 times"), std::string::npos)
+      << mismatch.status().message();
+  auto async = Parse({"-m", "m", "-a", "--input", "A=a1", "--input", "A=a2"});
+  ASSERT_FALSE(async.ok());
+  EXPECT_NE(async.status().message().find("--async"), std::string::npos);
+  EXPECT_TRUE(Parse({"-m", "m", "-a", "--input", "A=a1"}).ok());
+}
+
+// Thread w's k-th request sends set (w + k) mod n: each thread goes through
+// every set in order, and at any request number the threads are spread over
+// the sets (not all asking for the same one at once).
+TEST(PerfInputSetsTest, EachThreadCyclesFromItsOwnOffset) {
+  std::vector<size_t> thread0, thread3;
+  for (uint64_t k = 0; k < 7; ++k) {
+    thread0.push_back(perf::InputSetFor(0, k, 5));
+    thread3.push_back(perf::InputSetFor(3, k, 5));
+  }
+  EXPECT_EQ(thread0, (std::vector<size_t>{0, 1, 2, 3, 4, 0, 1}));
+  EXPECT_EQ(thread3, (std::vector<size_t>{3, 4, 0, 1, 2, 3, 4}));
+  std::vector<int> first_request(5, 0);
+  for (size_t w = 0; w < 10; ++w) ++first_request[perf::InputSetFor(w, 0, 5)];
+  EXPECT_EQ(first_request, std::vector<int>(5, 2));
+  for (uint64_t k = 0; k < 4; ++k) EXPECT_EQ(perf::InputSetFor(2, k, 1), 0u);
+}
+
+// End to end: ticker streams COUNT responses; COUNT given as 3 and 7 makes
+// two sets, so one run's streams have 3 or 7 responses, about 5 on average.
+TEST(PerfInputSetsTest, StreamsCycleThroughTheirSets) {
+  testing::ServerProcess server;
+  ASSERT_TRUE(server.Start(MANYPY_SERVER_BINARY,
+                           {"--interpreters=2", std::string("--model-repository=") +
+                                                    MANYPY_TEST_REPOSITORY + "/streaming"}));
+  fs::path dir = fs::temp_directory_path() / ("manypy_perf_sets_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto write_int = [&](const std::string& file, int64_t v) {
+    std::ofstream(dir / file, std::ios::binary).write(reinterpret_cast<const char*>(&v), sizeof v);
+    return (dir / file).string();
+  };
+  std::ofstream(dir / "marker", std::ios::binary).write("\0\0\0\0", 4);  // one empty BYTES element
+  std::string json = (dir / "out.json").string();
+  std::string cmd = std::string(MANYPY_PERF_BINARY) + " -u " + server.address() +
+                    " -m ticker --streaming --concurrency 2 --warmup-seconds 0.5 --window-seconds 1"
+                    " --max-windows 2 --stability-percent 0 --json " + json +
+                    " --input COUNT=" + write_int("count3", 3) + " --input COUNT=" +
+                    write_int("count7", 7) + " --input DELAY_MS=" + write_int("delay", 2) +
+                    " --input SIZE=" + write_int("size", 1) + " --input MARKER=" + (dir / "marker").string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string out = text.str();
+  auto number = [&](const std::string& key) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(out, m, std::regex("\"" + key + "\": (-?[0-9.]+)"))) << key << out;
+    return m.empty() ? 0.0 : std::stod(m[1]);
+  };
+  EXPECT_EQ(number("errors"), 0);
+  double requests = number("requests"), responses = number("responses");
+  ASSERT_GT(requests, 4);
+  // Each thread alternates 3 and 7: over its measured requests, 5 on average
+  // within one request's difference (2 threads).
+  EXPECT_NEAR(responses / requests, 5.0, 2 * 4.0 / requests + 0.01) << out;
+  EXPECT_EQ(server.Stop(), 0);
+  fs::remove_all(dir);
 }
 
 }  // namespace
