@@ -34,7 +34,12 @@ the client as much as the server; the same ratios from the Python client
 and through the route are reported beside the targets, not judged.
 
     /usr/bin/python3 tests/bench/bench_generate.py --build build \\
-        --out bench-results/generate.json [--quick]
+        --out bench-results/generate.json [--quick] [--cpp-only] [--vary-tokens 16,24,32,40,48]
+
+--vary-tokens makes the C++ sides' streams ask for token counts that vary per
+request (as genai-perf's --output-tokens-mean/--output-tokens-stddev or
+perf_analyzer's several --input-data sets would), so closed-loop streams do
+not drift into lockstep; reported evidence, not the judged workload.
 """
 import argparse
 import http.client
@@ -170,9 +175,11 @@ def route_stream(target, model, prompt, tokens, seed):
     return b"".join(text), first, gaps, reasons
 
 
-def perf_inputs(folder, tokens):
+def perf_inputs(folder, tokens, vary=None):
     """manypy-perf --input flags: raw little-endian files (BYTES: a 4-byte
-    length before each element) for one request of `tokens` tokens."""
+    length before each element) for one request of `tokens` tokens; with
+    `vary` (a list of token counts), MAX_TOKENS given once per count instead,
+    so manypy-perf cycles them per request (each stream from its own offset)."""
     def text(value):
         return len(value).to_bytes(4, "little") + value
     files = {"PROMPT": text(CPP_PROMPT.encode()), "MESSAGES": text(b""),
@@ -181,10 +188,14 @@ def perf_inputs(folder, tokens):
              "SEED": np.array([CPP_SEED], dtype="<i8").tobytes()}
     flags = []
     for name, data in files.items():
-        path = os.path.join(folder, f"{name}.bin")
-        with open(path, "wb") as f:
-            f.write(data)
-        flags += ["--input", f"{name}={path}"]
+        variants = [data]
+        if name == "MAX_TOKENS" and vary:
+            variants = [np.array([n], dtype="<i8").tobytes() for n in vary]
+        for i, variant in enumerate(variants):
+            path = os.path.join(folder, f"{name}.bin" if len(variants) == 1 else f"{name}.{i}.bin")
+            with open(path, "wb") as f:
+                f.write(variant)
+            flags += ["--input", f"{name}={path}"]
     return flags
 
 
@@ -252,7 +263,21 @@ def main():
     p.add_argument("--cpp-only", action="store_true",
                    help="only the C++ load generator's sides (the judged ones): a shorter run "
                         "while iterating, whose texts (but the reference ones) go unchecked")
+    p.add_argument("--vary-tokens", metavar="A,B,...",
+                   help="the C++ load generator's sides ask for these token counts, cycled per "
+                        "request and spread across streams (e.g. 16,24,32,40,48: mean 32), in "
+                        "place of --tokens for all; the Python and route sides ignore it (they "
+                        "keep --tokens, their texts checked against it). Default: every request "
+                        "--tokens")
     args = p.parse_args()
+    vary = None
+    if args.vary_tokens:
+        try:
+            vary = [int(n) for n in args.vary_tokens.split(",")]
+        except ValueError:
+            p.error("--vary-tokens wants comma-separated integers")
+        if not vary or min(vary) < 1:
+            p.error("--vary-tokens wants token counts >= 1")
     if args.quick:
         args.rounds, args.tokens, args.streams_per_client, args.perf_seconds = 2, 8, 1, 0.5
     sys.path.insert(0, os.path.join(args.build, "python"))
@@ -260,6 +285,7 @@ def main():
     binary = os.path.join(args.build, "bin", "manypy-server")
     perf = os.path.join(args.build, "bin", "manypy-perf")
     result = {"interpreters": args.interpreters, "batched_instances": args.batched_instances, "cpus": os.cpu_count(), "tokens": args.tokens,
+              "cpp_vary_tokens": vary,
               "quick": args.quick, "protocol": "grpc",
               "route_client": f"openai {openai.__version__}" if openai else "plain HTTP",
               "load_average_start": list(os.getloadavg())}
@@ -277,7 +303,7 @@ def main():
                     raise SystemExit(f"{key}: the batched model's text alone differs")
             alone.close()
             http_address = f"127.0.0.1:{ports['http']}"
-            inputs = perf_inputs(folder, args.tokens)
+            inputs = perf_inputs(folder, args.tokens, vary)
             levels = {}
             for concurrency in (1, 4, 16):
                 clients = [InferenceClient(address, timeout=120) for _ in range(concurrency)]
