@@ -21,6 +21,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The whole text of `path` (manypy-perf's JSON or its stderr).
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The number after "key": in manypy-perf's JSON (the first one); a key that
+// is missing fails the test and reads as 0.
+double JsonNumber(const std::string& json, const std::string& key) {
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(json, m, std::regex("\"" + key + "\": (-?[0-9.]+)"))) << key << json;
+  return m.empty() ? 0.0 : std::stod(m[1]);
+}
+
 // One JSON record of manypy-perf's output: numeric fields, errors_by_code and
 // the text of error_messages (free text: not parsed for numbers).
 struct Record {
@@ -87,10 +103,7 @@ class PerfTest : public ::testing::Test {
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     std::string check = std::string(MANYPY_PYTHON) + " -c 'import json,sys; json.load(open(sys.argv[1]))' " + json;
     EXPECT_EQ(std::system(check.c_str()), 0) << "not valid JSON: " << json;
-    std::ifstream in(json);
-    std::stringstream text;
-    text << in.rdbuf();
-    return ParseRecords(text.str());
+    return ParseRecords(ReadFile(json));
   }
 
   static void ExpectConsistent(const Record& r) {
@@ -231,10 +244,8 @@ TEST_F(PerfTest, HttpProtocolMeasuresTwoIoAndCountsFailuresByCode) {
     EXPECT_GT(r.numbers.at("infer_per_s"), 0);
     EXPECT_EQ(r.numbers.at("errors"), 0);
   }
-  std::ifstream in(dir_ / "out.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_NE(text.str().find("\"protocol\": \"http\""), std::string::npos) << text.str();
+  std::string out = ReadFile(dir_ / "out.json");
+  EXPECT_NE(out.find("\"protocol\": \"http\""), std::string::npos) << out;
 
   std::vector<float> negative = {-1, -2, -3};
   std::string input = (dir_ / "negative.bin").string();
@@ -264,12 +275,10 @@ TEST_F(PerfTest, AServerThatCannotBeReachedFailsTheRunNamingIt) {
   std::string cmd = std::string(MANYPY_PERF_BINARY) + " -u " + address +
                     " -m two_io --timeout-ms 500 --warmup-seconds 0 --window-seconds 1 2> " + err;
   EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 1) << cmd;
-  std::ifstream in(err);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_NE(text.str().find("UNAVAILABLE: could not connect to " + address + " within 500 ms"),
+  std::string said = ReadFile(err);
+  EXPECT_NE(said.find("UNAVAILABLE: could not connect to " + address + " within 500 ms"),
             std::string::npos)
-      << text.str();
+      << said;
   ASSERT_TRUE(server_.Start(MANYPY_SERVER_BINARY,
                             {"--model-control-mode=explicit", "--load-model=two_io",
                              std::string("--model-repository=") + MANYPY_TEST_REPOSITORY}));
@@ -302,15 +311,8 @@ TEST(PerfStreamingTest, StreamsReportTheirResponsesAndTimeToFirstResponse) {
                     " --input " + write_int("COUNT", 5) + " --input " + write_int("DELAY_MS", 2) +
                     " --input " + write_int("SIZE", 1) + " --input MARKER=" + (dir / "marker").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::ifstream in(json);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string out = text.str();
-  auto number = [&](const std::string& key) {
-    std::smatch m;
-    EXPECT_TRUE(std::regex_search(out, m, std::regex("\"" + key + "\": (-?[0-9.]+)"))) << key << out;
-    return m.empty() ? 0.0 : std::stod(m[1]);
-  };
+  std::string out = ReadFile(json);
+  auto number = [&](const std::string& key) { return JsonNumber(out, key); };
   EXPECT_NE(out.find("\"streaming\": true"), std::string::npos) << out;
   EXPECT_EQ(number("errors"), 0);
   EXPECT_GT(number("requests"), 0);
@@ -411,15 +413,8 @@ TEST(PerfInputSetsTest, StreamsCycleThroughTheirSets) {
                     write_int("count7", 7) + " --input DELAY_MS=" + write_int("delay", 2) +
                     " --input SIZE=" + write_int("size", 1) + " --input MARKER=" + (dir / "marker").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::ifstream in(json);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string out = text.str();
-  auto number = [&](const std::string& key) {
-    std::smatch m;
-    EXPECT_TRUE(std::regex_search(out, m, std::regex("\"" + key + "\": (-?[0-9.]+)"))) << key << out;
-    return m.empty() ? 0.0 : std::stod(m[1]);
-  };
+  std::string out = ReadFile(json);
+  auto number = [&](const std::string& key) { return JsonNumber(out, key); };
   EXPECT_EQ(number("errors"), 0);
   double requests = number("requests"), responses = number("responses");
   ASSERT_GT(requests, 4);
