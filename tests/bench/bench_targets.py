@@ -291,13 +291,16 @@ def generate_targets(result):
                               [r[batched]["ttft_p50_ms"] for r in rounds1]),
                 GENERATE_TTFT, False)]
     # Every text is checked on the Python gRPC and route sides (the C++
-    # client does not check its text).
-    lost = sum(r[side]["lost_or_reordered"] or 0 for level in levels.values()
+    # client does not check its text; a --cpp-only result ran none of them,
+    # so it has no such row).
+    checked = [r[side]["lost_or_reordered"] or 0 for level in levels.values()
                for r in level["rounds"] for side in ("batched", "unbatched", "batched_openai")
-               if side in r)
-    rows.append({"target": "llama_decoder: 0 streams lost or reordered", "measured": f"{lost}",
-                 "unit": "", "verdict": {"verdict": "holds" if lost == 0 else "misses",
-                                         "why": f"{lost} stream(s) lost or reordered"}})
+               if side in r]
+    if checked:
+        lost = sum(checked)
+        rows.append({"target": "llama_decoder: 0 streams lost or reordered", "measured": f"{lost}",
+                     "unit": "", "verdict": {"verdict": "holds" if lost == 0 else "misses",
+                                             "why": f"{lost} stream(s) lost or reordered"}})
     return rows
 
 
