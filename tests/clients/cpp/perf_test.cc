@@ -290,28 +290,47 @@ TEST_F(PerfTest, AServerThatCannotBeReachedFailsTheRunNamingIt) {
 namespace manypy {
 namespace {
 
-// --streaming against the streaming test model ticker: every response of
-// every stream counted, and the time to first response within the stream's.
-TEST(PerfStreamingTest, StreamsReportTheirResponsesAndTimeToFirstResponse) {
+// Runs manypy-perf --streaming (2 streams, two windows of 1 s) against the
+// streaming test model ticker on a server of its own: `inputs` are int64
+// values written as raw files, in order (a name given twice makes input
+// sets), beside ticker's MARKER (one empty BYTES element). Returns the JSON
+// manypy-perf wrote; "" (the failure recorded) when it or the server failed.
+std::string RunTickerStreams(const std::string& tag,
+                             const std::vector<std::pair<std::string, int64_t>>& inputs) {
   testing::ServerProcess server;
-  ASSERT_TRUE(server.Start(MANYPY_SERVER_BINARY,
-                           {"--interpreters=2", std::string("--model-repository=") +
-                                                    MANYPY_TEST_REPOSITORY + "/streaming"}));
-  fs::path dir = fs::temp_directory_path() / ("manypy_perf_stream_" + std::to_string(getpid()));
+  if (!server.Start(MANYPY_SERVER_BINARY, {"--interpreters=2", std::string("--model-repository=") +
+                                                                   MANYPY_TEST_REPOSITORY + "/streaming"})) {
+    ADD_FAILURE() << "server did not start";
+    return "";
+  }
+  fs::path dir = fs::temp_directory_path() / ("manypy_perf_" + tag + "_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  auto write_int = [&](const std::string& input, int64_t v) {
-    std::ofstream(dir / input, std::ios::binary).write(reinterpret_cast<const char*>(&v), sizeof v);
-    return input + "=" + (dir / input).string();
-  };
-  std::ofstream(dir / "marker", std::ios::binary).write("\0\0\0\0", 4);  // one empty BYTES element
+  std::string flags;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& [name, value] = inputs[i];
+    fs::path file = dir / (name + "." + std::to_string(i));
+    std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(&value), sizeof value);
+    flags += " --input " + name + "=" + file.string();
+  }
+  std::ofstream(dir / "marker", std::ios::binary).write("\0\0\0\0", 4);
   std::string json = (dir / "out.json").string();
   std::string cmd = std::string(MANYPY_PERF_BINARY) + " -u " + server.address() +
                     " -m ticker --streaming --concurrency 2 --warmup-seconds 0.5 --window-seconds 1"
-                    " --max-windows 2 --stability-percent 0 --json " + json +
-                    " --input " + write_int("COUNT", 5) + " --input " + write_int("DELAY_MS", 2) +
-                    " --input " + write_int("SIZE", 1) + " --input MARKER=" + (dir / "marker").string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::string out = ReadFile(json);
+                    " --max-windows 2 --stability-percent 0 --json " + json + flags +
+                    " --input MARKER=" + (dir / "marker").string();
+  int status = std::system(cmd.c_str());
+  EXPECT_EQ(status, 0) << cmd;
+  std::string out = status == 0 ? ReadFile(json) : "";
+  EXPECT_EQ(server.Stop(), 0);
+  fs::remove_all(dir);
+  return out;
+}
+
+// --streaming against the streaming test model ticker: every response of
+// every stream counted, and the time to first response within the stream's.
+TEST(PerfStreamingTest, StreamsReportTheirResponsesAndTimeToFirstResponse) {
+  std::string out = RunTickerStreams("stream", {{"COUNT", 5}, {"DELAY_MS", 2}, {"SIZE", 1}});
+  ASSERT_FALSE(out.empty());
   auto number = [&](const std::string& key) { return JsonNumber(out, key); };
   EXPECT_NE(out.find("\"streaming\": true"), std::string::npos) << out;
   EXPECT_EQ(number("errors"), 0);
@@ -320,8 +339,6 @@ TEST(PerfStreamingTest, StreamsReportTheirResponsesAndTimeToFirstResponse) {
   EXPECT_NEAR(number("responses_per_s"), 5 * number("requests_per_s"), 0.01 * number("responses_per_s"));
   EXPECT_GT(number("first_response_p50_ms"), 0);
   EXPECT_LT(number("first_response_p50_ms"), number("p50_ms"));  // 4 more responses, 2 ms apart
-  EXPECT_EQ(server.Stop(), 0);
-  fs::remove_all(dir);
   // HTTP has no --streaming here.
   EXPECT_NE(std::system((std::string(MANYPY_PERF_BINARY) + " -m ticker -i http --streaming 2>/dev/null").c_str()), 0);
 }
@@ -394,26 +411,8 @@ TEST(PerfInputSetsTest, EachThreadCyclesFromItsOwnOffset) {
 // End to end: ticker streams COUNT responses; COUNT given as 3 and 7 makes
 // two sets, so one run's streams have 3 or 7 responses, about 5 on average.
 TEST(PerfInputSetsTest, StreamsCycleThroughTheirSets) {
-  testing::ServerProcess server;
-  ASSERT_TRUE(server.Start(MANYPY_SERVER_BINARY,
-                           {"--interpreters=2", std::string("--model-repository=") +
-                                                    MANYPY_TEST_REPOSITORY + "/streaming"}));
-  fs::path dir = fs::temp_directory_path() / ("manypy_perf_sets_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  auto write_int = [&](const std::string& file, int64_t v) {
-    std::ofstream(dir / file, std::ios::binary).write(reinterpret_cast<const char*>(&v), sizeof v);
-    return (dir / file).string();
-  };
-  std::ofstream(dir / "marker", std::ios::binary).write("\0\0\0\0", 4);  // one empty BYTES element
-  std::string json = (dir / "out.json").string();
-  std::string cmd = std::string(MANYPY_PERF_BINARY) + " -u " + server.address() +
-                    " -m ticker --streaming --concurrency 2 --warmup-seconds 0.5 --window-seconds 1"
-                    " --max-windows 2 --stability-percent 0 --json " + json +
-                    " --input COUNT=" + write_int("count3", 3) + " --input COUNT=" +
-                    write_int("count7", 7) + " --input DELAY_MS=" + write_int("delay", 2) +
-                    " --input SIZE=" + write_int("size", 1) + " --input MARKER=" + (dir / "marker").string();
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::string out = ReadFile(json);
+  std::string out = RunTickerStreams("sets", {{"COUNT", 3}, {"COUNT", 7}, {"DELAY_MS", 2}, {"SIZE", 1}});
+  ASSERT_FALSE(out.empty());
   auto number = [&](const std::string& key) { return JsonNumber(out, key); };
   EXPECT_EQ(number("errors"), 0);
   double requests = number("requests"), responses = number("responses");
@@ -421,8 +420,6 @@ TEST(PerfInputSetsTest, StreamsCycleThroughTheirSets) {
   // Each thread alternates 3 and 7: over its measured requests, 5 on average
   // within one request's difference (2 threads).
   EXPECT_NEAR(responses / requests, 5.0, 2 * 4.0 / requests + 0.01) << out;
-  EXPECT_EQ(server.Stop(), 0);
-  fs::remove_all(dir);
 }
 
 }  // namespace
