@@ -4,16 +4,27 @@
 #include <memory>
 #include <set>
 
+#include "common/json_limits.h"
+
 namespace manypy {
 namespace {
 
 using json = nlohmann::json;
 
-// Tracks the keys of every open object while nlohmann parses; remembers the first repeat.
+// Thrown from the parse callback at the first container past kMaxJsonDepth,
+// so nlohmann stops there instead of building the rest.
+struct NestedTooDeep {};
+
+// Tracks the keys of every open object while nlohmann parses; remembers the
+// first repeat, and stops the parse at a container nested past the limit.
 class DuplicateKeyFinder {
  public:
   explicit DuplicateKeyFinder(std::string* duplicate) : duplicate_(duplicate) {}
   bool operator()(int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) {
+      if (++*depth_ > kMaxJsonDepth) throw NestedTooDeep{};
+    }
+    if (event == json::parse_event_t::object_end || event == json::parse_event_t::array_end) --*depth_;
     if (event == json::parse_event_t::object_start) keys_->emplace_back();
     if (event == json::parse_event_t::object_end && !keys_->empty()) keys_->pop_back();
     if (event == json::parse_event_t::key && !keys_->empty() &&
@@ -26,6 +37,7 @@ class DuplicateKeyFinder {
   // Shared: nlohmann copies the callback.
   std::shared_ptr<std::vector<std::set<std::string>>> keys_ =
       std::make_shared<std::vector<std::set<std::string>>>();
+  std::shared_ptr<int> depth_ = std::make_shared<int>(0);
   std::string* duplicate_;
 };
 
@@ -38,6 +50,9 @@ StatusOr<json> JsonFields::ParseObject(const std::string& text, const std::strin
     doc = json::parse(text, DuplicateKeyFinder(&duplicate));
   } catch (const json::exception& e) {
     return InvalidArgument(what + " is not valid JSON: " + e.what());
+  } catch (const NestedTooDeep&) {
+    return InvalidArgument(what + " is not valid JSON: nested deeper than the limit of " +
+                           std::to_string(kMaxJsonDepth) + " levels of arrays and objects");
   }
   if (!duplicate.empty()) return InvalidArgument(what + " has the key '" + duplicate + "' twice");
   if (!doc.is_object())

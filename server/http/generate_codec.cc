@@ -1,11 +1,11 @@
 #include "server/http/generate_codec.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include <functional>
 
 #include "common/datatype.h"
+#include "server/http/json_body.h"
 #include "server/http/proto_json.h"
 #include "server/http/tensor_json.h"
 
@@ -43,12 +43,7 @@ Status DecodeGenerateRequest(std::string_view body, const inference::ModelMetada
                              const std::string& version, inference::ModelInferRequest* wire,
                              int64_t* timeout_us) {
   rapidjson::Document doc;
-  doc.Parse(body.data(), body.size());
-  if (doc.HasParseError()) {
-    return InvalidArgument(std::string("the generate request is not valid JSON: ") +
-                           rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
-                           std::to_string(doc.GetErrorOffset()));
-  }
+  MANYPY_RETURN_IF_ERROR(ParseJsonBody(body, "the generate request", &doc));
   if (!doc.IsObject()) return InvalidArgument("the generate request is not a JSON object");
   wire->set_model_name(metadata.name());
   wire->set_model_version(version);

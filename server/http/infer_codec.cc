@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include "common/datatype.h"
+#include "server/http/json_body.h"
 #include "server/http/proto_json.h"
 #include "server/http/tensor_json.h"
 
@@ -137,12 +137,8 @@ Status DecodeInferRequest(std::string_view body, std::optional<size_t> json_leng
                            " exceeds the body (" + std::to_string(body.size()) + " bytes)");
   }
   rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseNanAndInfFlag>(body.data(), header);
-  if (doc.HasParseError()) {
-    return InvalidArgument(std::string("malformed JSON at offset ") +
-                           std::to_string(doc.GetErrorOffset()) + ": " +
-                           rapidjson::GetParseError_En(doc.GetParseError()));
-  }
+  MANYPY_RETURN_IF_ERROR(ParseJsonBody(body.substr(0, header), "the inference request", &doc,
+                                       JsonNumbers::kAllowNanAndInfinity));
   if (!doc.IsObject()) return InvalidArgument("the request body must be a JSON object");
   auto& wire = out->wire;
   wire.set_model_name(model);

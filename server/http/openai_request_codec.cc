@@ -1,6 +1,5 @@
 #include "server/http/openai_request_codec.h"
 
-#include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -8,6 +7,7 @@
 #include <utility>
 
 #include "common/datatype.h"
+#include "server/http/json_body.h"
 #include "server/http/tensor_json.h"
 
 namespace manypy {
@@ -122,12 +122,7 @@ Value Str(const std::string& s, rapidjson::Document::AllocatorType& a) {
 Status DecodeOpenAiCall(std::string_view body, const std::string& route, rapidjson::Document* doc,
                         OpenAiCall* call, std::string* param) {
   call->route = route;
-  doc->Parse(body.data(), body.size());
-  if (doc->HasParseError()) {
-    return InvalidArgument(std::string("the request body is not valid JSON: ") +
-                           rapidjson::GetParseError_En(doc->GetParseError()) + " at offset " +
-                           std::to_string(doc->GetErrorOffset()));
-  }
+  MANYPY_RETURN_IF_ERROR(ParseJsonBody(body, "the request body", doc));
   if (!doc->IsObject()) return InvalidArgument("the request body is not a JSON object");
   const std::vector<std::string>& known = KnownFields(route);
   for (const auto& member : doc->GetObject()) {

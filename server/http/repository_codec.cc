@@ -2,13 +2,14 @@
 
 #include <rapidjson/document.h>
 
+#include "server/http/json_body.h"
 #include "server/http/proto_json.h"
 
 namespace manypy {
 
 bool DecodeRepositoryIndexRequest(std::string_view text) {
   rapidjson::Document body;
-  return !text.empty() && !body.Parse(text.data(), text.size()).HasParseError() &&
+  return !text.empty() && ParseJsonBody(text, "the repository index request", &body).ok() &&
          body.IsObject() && body.HasMember("ready") && body["ready"].IsBool() &&
          body["ready"].GetBool();
 }
@@ -23,7 +24,8 @@ std::string EncodeRepositoryIndex(const inference::RepositoryIndexResponse& inde
 Status DecodeLoadRequest(std::string_view text, std::vector<std::string>* names) {
   if (text.empty()) return Status::Ok();
   rapidjson::Document doc;
-  if (doc.Parse(text.data(), text.size()).HasParseError() || !doc.IsObject()) {
+  MANYPY_RETURN_IF_ERROR(ParseJsonBody(text, "the load request's body", &doc));
+  if (!doc.IsObject()) {
     return InvalidArgument("the load request's body is not a JSON object");
   }
   if (!doc.HasMember("parameters")) return Status::Ok();

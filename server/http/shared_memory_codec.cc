@@ -2,6 +2,7 @@
 
 #include <rapidjson/document.h>
 
+#include "server/http/json_body.h"
 #include "server/http/proto_json.h"
 
 namespace manypy {
@@ -20,7 +21,8 @@ bool SizeOf(const rapidjson::Document& body, const char* key, uint64_t* out) {
 /// "byte_size" non-negative integers.
 Status DecodeRegion(std::string_view text, rapidjson::Document* body, uint64_t* offset,
                     uint64_t* byte_size) {
-  if (body->Parse(text.data(), text.size()).HasParseError() || !body->IsObject()) {
+  MANYPY_RETURN_IF_ERROR(ParseJsonBody(text, "the register request's body", body));
+  if (!body->IsObject()) {
     return InvalidArgument("the register request's body is not a JSON object");
   }
   if (body->HasMember("offset") && !SizeOf(*body, "offset", offset)) {

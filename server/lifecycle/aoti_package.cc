@@ -6,6 +6,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "package_format/json_fields.h"
 #include "package_format/zip_layout.h"
 
 // The .pt2 (the zip torch._inductor.aoti_compile_and_package writes) is stored
@@ -95,9 +96,12 @@ StatusOr<AotiPackage> ReadAotiPackage(const PackageArchive& archive, const std::
     return InvalidArgument(where + ": the AOTInductor package holds no compiled shared object "
                            "under " + kModelFolder + " (repackage it with manypy-package "
                            "create --format aoti)");
-  auto json = nlohmann::json::parse(metadata, nullptr, /*allow_exceptions=*/false);
-  if (json.is_object() && json.contains("AOTI_DEVICE_KEY") && json["AOTI_DEVICE_KEY"].is_string())
-    package.device = json["AOTI_DEVICE_KEY"].get<std::string>();
+  if (!metadata.empty()) {
+    auto json = JsonFields::ParseObject(metadata, where + ": the AOTInductor package's metadata");
+    if (!json.ok()) return json.status();
+    auto device = json->find("AOTI_DEVICE_KEY");
+    if (device != json->end() && device->is_string()) package.device = device->get<std::string>();
+  }
   if (package.device.empty())
     return InvalidArgument(where + ": the AOTInductor package's metadata names no device");
   return package;

@@ -294,6 +294,12 @@ TEST(ManifestTest, RejectsTextThatIsNotAJsonObject) {
   ExpectRejected("{\"name\": \"\xff\"}", "manifest is not valid JSON", "invalid UTF-8");
   ExpectRejected(R"({"schema_version": 1, "name": "a", "name": "b"})",
                  "manifest has the key 'name' twice", "duplicate key");
+  // A million levels, in a value and at the top: refused where level 101 opens.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  ExpectRejected(R"({"schema_version": 1, "name": )" + deep + "}",
+                 "manifest is not valid JSON: nested deeper than the limit of 100 levels",
+                 "a million levels in a field");
+  ExpectRejected(deep, "nested deeper than the limit of 100 levels", "a million levels");
 }
 
 TEST(ManifestTest, RejectsEveryRuleBrokenOnce) {

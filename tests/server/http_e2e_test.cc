@@ -268,7 +268,7 @@ TEST_F(HttpTest, BadRequestsAre400WithGrpcsMessages) {
     EXPECT_NE(ErrorOf(r).find(text), std::string::npos) << r.body;
     EXPECT_TRUE(r.keep_alive);  // a bad request does not cost the connection
   };
-  expect_400("{\"inputs\": [", "malformed JSON");
+  expect_400("{\"inputs\": [", "the inference request is not valid JSON");
   expect_400("[1, 2]", "must be a JSON object");
   expect_400("{}", "no 'inputs'");
   expect_400(R"({"inputs": [{"name": "INPUT_A", "shape": [4], "datatype": "FP32", "data": ["x", 2, 3, 4]}]})",

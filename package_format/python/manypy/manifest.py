@@ -452,6 +452,6 @@ def loads(text):
             _fail("manifest", f"not UTF-8: {e}")
     try:
         manifest = json.loads(text)
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, RecursionError) as e:  # RecursionError: nested too deeply
         _fail("manifest", f"not valid JSON: {e}")
     return validate_manifest(manifest)

@@ -234,6 +234,8 @@ class ManifestTest(unittest.TestCase):
         self.assertEqual(M.loads(M.dumps(GOOD).encode()), GOOD)
         with self.assertRaisesRegex(ValueError, r"^manifest: not valid JSON"):
             M.loads("{")
+        with self.assertRaisesRegex(ValueError, r"^manifest: not valid JSON.*recursion"):
+            M.loads("[" * 1_000_000 + "]" * 1_000_000)  # a RecursionError in json, not a crash
 
 
 if __name__ == "__main__":

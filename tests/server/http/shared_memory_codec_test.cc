@@ -36,8 +36,10 @@ std::string SystemRefusal(const std::string& body) {
 
 TEST(SharedMemoryCodecTest, BadSystemBodiesNameWhatIsWrong) {
   const std::string not_object = "the register request's body is not a JSON object";
-  EXPECT_EQ(SystemRefusal(""), not_object);
-  EXPECT_EQ(SystemRefusal("{"), not_object);
+  EXPECT_EQ(SystemRefusal(""),
+            "the register request's body is not valid JSON: The document is empty at offset 0");
+  EXPECT_EQ(SystemRefusal("{"),
+            "the register request's body is not valid JSON: Missing a name for object member at offset 1");
   EXPECT_EQ(SystemRefusal("[1]"), not_object);
   const std::string offset = "register: 'offset' must be a non-negative integer";
   EXPECT_EQ(SystemRefusal(R"({"key": "/k", "offset": -1, "byte_size": 4})"), offset);
@@ -74,7 +76,7 @@ TEST(SharedMemoryCodecTest, BadCudaBodiesNameWhatIsWrong) {
   inference::CudaSharedMemoryRegisterRequest request;
   Status s = DecodeCudaSharedMemoryRegister("nope", "gpu", &request);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "the register request's body is not a JSON object");
+  EXPECT_EQ(s.message(), "the register request's body is not valid JSON: Invalid value at offset 1");
   s = DecodeCudaSharedMemoryRegister(R"({"device_id": 0})", "gpu", &request);
   EXPECT_EQ(s.message(), "register: 'byte_size' must be given, a non-negative integer");
   s = DecodeCudaSharedMemoryRegister(R"({"byte_size": 4, "offset": true})", "gpu", &request);
