@@ -24,6 +24,7 @@
 #include "server/crash/python_stack_dumps.h"
 #include "server/grpc/grpc_connection_limit.h"
 #include "server/grpc/grpc_frontend.h"
+#include "server/grpc/grpc_malformed_requests.h"
 #include "server/grpc/grpc_tls.h"
 #include "server/grpc/listening_sockets.h"
 #include "server/http/http_frontend.h"
@@ -351,6 +352,15 @@ Status Server::StartGrpc(const ServerOptions& options, SupervisedChild* supervis
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
       GrpcServerCredentials(p.tls.get()));
   builder.RegisterService(p.grpc_frontend.get());
+  // A request protobuf cannot parse is INVALID_ARGUMENT, counted like any
+  // refused inference request (gRPC alone answers UNIMPLEMENTED).
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MalformedRequestRefusals([core = p.core.get()](const std::string& method) {
+    if (method != "/inference.GRPCInferenceService/ModelInfer") return;
+    core->Refuse("", "", InvalidArgument("the ModelInferRequest could not be parsed"),
+                 [](const Status&) {});
+  }));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // Per HTTP/2 connection.
