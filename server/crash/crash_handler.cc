@@ -1,5 +1,5 @@
 // The handler uses only async-signal-safe calls (write, read, lseek, open,
-// clock_gettime, sigaction, raise, getpid) and memory prepared at install:
+// clock_gettime, sigaction, raise, getpid, prctl) and memory prepared at install:
 // a crash can come while the crashing thread holds malloc's or a logger's lock.
 #include "server/crash/crash_handler.h"
 
@@ -7,14 +7,18 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <ucontext.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 
 #include "server/crash/crash_record.h"
 #include "server/crash/running_calls.h"
+#include "server/crash/signal_stack.h"
 
 namespace manypy {
 namespace {
@@ -22,6 +26,9 @@ namespace {
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 constexpr size_t kMaxPythonStackFiles = 256;
 constexpr int kMaxFrames = 64;
+// A SIGSEGV this close to the stack pointer is the stack overflowing: the
+// fault is a call's push or a frame's first store just past the guard page.
+constexpr uintptr_t kOverflowReach = 64 * 1024;
 
 bool g_json = false;
 char g_crashes_path[4096] = {};  // empty: crashes are not recorded
@@ -128,6 +135,61 @@ void Timestamp(Out& out, const timespec& now) {
   out.Char('Z');
 }
 
+// Where the crash happened, from the signal's own information.
+struct CrashSite {
+  bool stack_overflow = false;
+  char thread[16] = {};  // the thread's name (Linux keeps 15 characters)
+};
+
+// The first fault's site as RecordFaultSite saw it, before the handlers it
+// chains to (faulthandler's, which re-raise the signal) hid its address.
+constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+struct sigaction g_before_recorder[sizeof(kFaultSignals) / sizeof(int)];
+std::atomic<bool> g_fault_recorded{false};
+bool g_fault_was_overflow = false;
+
+uintptr_t StackPointer(const void* context) {
+  if (context == nullptr) return 0;
+  const mcontext_t& m = static_cast<const ucontext_t*>(context)->uc_mcontext;
+#if defined(__x86_64__)
+  return static_cast<uintptr_t>(m.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+  return static_cast<uintptr_t>(m.sp);
+#else
+  (void)m;
+  return 0;
+#endif
+}
+
+// A fault the hardware raised (not a kill or raise) at an address near the stack pointer.
+bool IsStackOverflow(int signal, const siginfo_t* info, const void* context) {
+  const uintptr_t sp = StackPointer(context);
+  if ((signal != SIGSEGV && signal != SIGBUS) || info == nullptr || info->si_code <= 0 || sp == 0) {
+    return false;
+  }
+  const uintptr_t fault = reinterpret_cast<uintptr_t>(info->si_addr);
+  return fault < sp + kOverflowReach && fault + kOverflowReach > sp;
+}
+
+CrashSite SiteOf(int signal, const siginfo_t* info, const void* context) {
+  CrashSite site;
+  site.stack_overflow = g_fault_recorded.load(std::memory_order_acquire)
+                            ? g_fault_was_overflow
+                            : IsStackOverflow(signal, info, context);
+  prctl(PR_GET_NAME, site.thread, 0, 0, 0);
+  site.thread[sizeof(site.thread) - 1] = '\0';
+  return site;
+}
+
+// Threads that read, decode and answer requests: the HTTP frontend's
+// (named by it) and gRPC's own (its pollers, executors and callback threads).
+bool IsFrontendThread(const char* name) {
+  for (const char* prefix : {"manypy-http", "grpc", "default-executo", "resolver-execu"}) {
+    if (strncmp(name, prefix, strlen(prefix)) == 0) return true;
+  }
+  return false;
+}
+
 /// A consistent copy of a running call, or false when it was being rewritten.
 bool ReadCall(const RunningCall& e, CallCopy* copy) {
   uint32_t before = e.generation.load(std::memory_order_acquire);
@@ -200,7 +262,7 @@ void RecordCrash(const timespec& now, int signal, const CallCopy& blamed) {
   close(fd);
 }
 
-void Report(int signal) {
+void Report(int signal, const CrashSite& site) {
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
   // The call that crashed: the crashing thread's; else, if only one call runs, that one.
@@ -235,12 +297,16 @@ void Report(int signal) {
     out.Text("{\"ts\": \""); Timestamp(out, now);
     out.Text("\", \"level\": \"error\", \"msg\": \"crash: ");
     out.Text(SignalName(signal));
+    if (site.stack_overflow) out.Text(" (stack overflow)");
     if (blamed >= 0) {
       out.Text(" in model "); out.Escaped(calls[blamed].model);
       out.Text(" version "); out.Int(calls[blamed].version);
     }
     out.Text("\", \"signal\": \""); out.Text(SignalName(signal));
     out.Text("\", \"pid\": "); out.Int(getpid());
+    out.Text(", \"stack_overflow\": "); out.Text(site.stack_overflow ? "true" : "false");
+    out.Text(", \"thread\": \""); out.Escaped(site.thread);
+    out.Text("\", \"frontend_thread\": "); out.Text(IsFrontendThread(site.thread) ? "true" : "false");
     out.Text(", \"crashed_thread_call\": ");
     if (on_this_thread) {
       out.Char('{'); DescribeCall(out, static_cast<size_t>(blamed), calls[blamed]); out.Char('}');
@@ -264,12 +330,18 @@ void Report(int signal) {
     out.Text("], \"native_stack\": \"");
   } else {
     out.Text("manypy-server: CRASH ");
-    out.Text(SignalName(signal)); out.Text(" in process "); out.Int(getpid());
+    out.Text(SignalName(signal));
+    if (site.stack_overflow) out.Text(" (stack overflow)");
+    out.Text(" in process "); out.Int(getpid());
     if (blamed >= 0) {
       out.Text(on_this_thread ? ", on the thread of " : ", while only ");
       DescribeCall(out, static_cast<size_t>(blamed), calls[blamed]);
     } else {
       out.Text(", outside any model call");
+    }
+    if (!on_this_thread) {
+      out.Text(", on thread '"); out.Text(site.thread); out.Char('\'');
+      if (IsFrontendThread(site.thread)) out.Text(" (a frontend thread)");
     }
     out.Char('\n');
     for (size_t i = 0; i < kMaxRunningCallSlots; ++i) {
@@ -311,12 +383,12 @@ void Report(int signal) {
   }
 }
 
-void OnFatalSignal(int signal) {
+void OnFatalSignal(int signal, siginfo_t* info, void* context) {
   // One report: a second thread that crashes meanwhile waits for the first to end the process.
   if (g_crashing.exchange(true)) {
     for (;;) pause();
   }
-  Report(signal);
+  Report(signal, SiteOf(signal, info, context));
   // Dies by the same signal, with the default action (a core dump where the system keeps them).
   struct sigaction default_action {};
   default_action.sa_handler = SIG_DFL;
@@ -330,7 +402,35 @@ void OnFatalSignal(int signal) {
   _exit(128 + signal);  // not reached: the signal's default action ends the process
 }
 
+// Notes the first fault's site, then runs the handler it displaced as the
+// kernel would have (faulthandler's dumps the Python stacks, then re-raises
+// the signal for the report).
+void RecordFaultSite(int signal, siginfo_t* info, void* context) {
+  if (!g_fault_recorded.load(std::memory_order_relaxed)) {
+    g_fault_was_overflow = IsStackOverflow(signal, info, context);
+    g_fault_recorded.store(true, std::memory_order_release);
+  }
+  size_t i = 0;
+  while (kFaultSignals[i] != signal) ++i;
+  const struct sigaction& before = g_before_recorder[i];
+  if (before.sa_flags & SA_SIGINFO) return before.sa_sigaction(signal, info, context);
+  if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN) return before.sa_handler(signal);
+  OnFatalSignal(signal, info, context);
+}
+
 }  // namespace
+
+void RecordFaultSitesFirst() {
+  static std::atomic<bool> installed{false};
+  if (installed.exchange(true)) return;  // a second time would chain to itself
+  struct sigaction action {};
+  action.sa_sigaction = RecordFaultSite;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_NODEFER | SA_ONSTACK | SA_SIGINFO;
+  for (size_t i = 0; i < sizeof(kFaultSignals) / sizeof(int); ++i) {
+    sigaction(kFaultSignals[i], &action, &g_before_recorder[i]);
+  }
+}
 
 void InstallCrashHandler(const CrashHandlerOptions& options) {
   g_json = options.json;
@@ -343,11 +443,14 @@ void InstallCrashHandler(const CrashHandlerOptions& options) {
   // backtrace loads libgcc's unwinder on its first call (malloc, dlopen): now, not in the handler.
   void* warm[2];
   backtrace(warm, 2);
+  // Main's alternate stack; every other thread gets its own as it starts (signal_stack.h).
+  GiveThisThreadASignalStack();
   struct sigaction action {};
-  action.sa_handler = OnFatalSignal;
+  action.sa_sigaction = OnFatalSignal;
   sigemptyset(&action.sa_mask);
   // NODEFER: the handler's own raise() of the default action is not held back.
-  action.sa_flags = SA_NODEFER | SA_ONSTACK;
+  // ONSTACK: a stack overflow's handler runs on the thread's alternate stack.
+  action.sa_flags = SA_NODEFER | SA_ONSTACK | SA_SIGINFO;
   for (int s : kFatalSignals) sigaction(s, &action, nullptr);
 }
 

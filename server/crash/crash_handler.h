@@ -19,6 +19,13 @@ struct CrashHandlerOptions {
 /// (each interpreter's faulthandler) run first and chain to it.
 void InstallCrashHandler(const CrashHandlerOptions& options);
 
+/// Puts a recorder of where a fault happened in front of every handler of
+/// SIGSEGV, SIGBUS, SIGFPE and SIGILL installed so far: the interpreters'
+/// faulthandlers dump the Python stacks, then re-raise the signal, which hides
+/// its address from the report (a stack overflow is told by it). Call once,
+/// after the last faulthandler is enabled.
+void RecordFaultSitesFirst();
+
 /// Adds a file (a memfd) into which interpreter `interpreter`'s faulthandler
 /// dumps its threads' Python stacks when a fatal signal arrives (it runs
 /// before this handler, which copies the file into the report). At most 256.

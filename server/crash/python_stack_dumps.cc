@@ -33,6 +33,7 @@ Status EnablePythonStackDumps(InterpreterPool* pool) {
     }
     AddPythonStackFile(i, fd);
   }
+  RecordFaultSitesFirst();
   return Status::Ok();
 }
 

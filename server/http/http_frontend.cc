@@ -7,6 +7,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "common/thread_name.h"
 #include "server/http/http_tls.h"
 
 #include "server/log.h"
@@ -65,7 +66,10 @@ StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(InferenceServer* ser
   f->port_ = acceptor.local_endpoint().port();
   f->Accept();
   for (int i = 0; i < std::max(1, f->options_.io_threads); ++i) {
-    f->threads_.emplace_back([io = f->io_.get()] { io->context.run(); });
+    f->threads_.emplace_back([io = f->io_.get()] {
+      NameThisThread("manypy-http");  // the crash report tells a frontend thread by it
+      io->context.run();
+    });
   }
   return f;
 }

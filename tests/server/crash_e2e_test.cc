@@ -51,7 +51,8 @@ class CrashTest : public ServerTest {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "repository");
-    for (const char* a : {"crashes/null_read.mpk", "crashes/native_abort.mpk", "swap/scaled_v1.mpk"}) {
+    for (const char* a : {"crashes/null_read.mpk", "crashes/native_abort.mpk",
+                          "crashes/stack_overflow.mpk", "swap/scaled_v1.mpk"}) {
       fs::copy_file(fs::path(MANYPY_TEST_REPOSITORY) / a, dir_ / "repository" / fs::path(a).filename());
     }
     server_.set_stderr_path((dir_ / "server.log").string());
@@ -166,6 +167,24 @@ TEST_F(CrashTest, CrashIsReportedRestartedAndQuarantined) {
   s = Infer(FloatRequest("null_read", {2.f, 3.f}), &out);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(FromRaw<float>(out.raw_output_contents(0)), (std::vector<float>{4.f, 6.f}));
+}
+
+// A stack overflow cannot run its handler on the stack that overflowed: the
+// worker's alternate signal stack is where the report is written from.
+TEST_F(CrashTest, StackOverflowInAModelIsReported) {
+  Start({"--model-control-mode=explicit", "--load-model=stack_overflow", "--load-model=scaled"});
+  Clock::time_point crashed = Clock::now();
+  grpc::Status s = Crash("stack_overflow");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  ASSERT_GT(WaitUntilReady(crashed), 0) << "not ready again after the overflow\n" << Log();
+  const std::string log = Log();
+  EXPECT_TRUE(Contains(log, "CRASH SIGSEGV (stack overflow) in process")) << log;
+  EXPECT_TRUE(Contains(log, "running model stack_overflow version 1")) << log;
+  EXPECT_TRUE(Contains(log, "overflow_native_stack")) << log;  // its Python line
+  EXPECT_TRUE(Contains(log, "died of SIGSEGV")) << log;
+  ModelInferResponse out;
+  s = Infer(FloatRequest("scaled", {1.f}), &out);
+  EXPECT_TRUE(s.ok()) << s.error_message();
 }
 
 TEST_F(CrashTest, AbortIsOneJsonReport) {

@@ -18,6 +18,16 @@ def abort_in_libc():
     ctypes.CDLL(None).abort()
 
 
+def overflow_native_stack():
+    # glibc's regcomp parses nested groups recursively, with no depth bound:
+    # 200,000 of them overflow any thread's stack (SIGSEGV, in native code
+    # that Python's recursion guards never see).
+    depth = 200_000
+    pattern = b"(" * depth + b"a" + b")" * depth
+    compiled = ctypes.create_string_buffer(512)  # a regex_t, with room to spare
+    ctypes.CDLL(None).regcomp(compiled, pattern, 1)  # REG_EXTENDED
+
+
 class NullRead(torch.nn.Module):
     """x * 2, except when the first element is exactly 1: a null pointer read."""
 
@@ -33,6 +43,16 @@ class NativeAbort(torch.nn.Module):
     def forward(self, x):
         if float(x[0]) == 1:
             abort_in_libc()
+        return x * 2
+
+
+class StackOverflow(torch.nn.Module):
+    """x * 2, except when the first element is exactly 1: a native recursion
+    that overflows the stack of the thread running it."""
+
+    def forward(self, x):
+        if float(x[0]) == 1:
+            overflow_native_stack()
         return x * 2
 
 

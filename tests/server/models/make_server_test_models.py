@@ -100,9 +100,10 @@ def export_fault_models(out):
 
 
 def export_crash_models(out):
-    """crashes/: null_read (a ctypes null pointer read: SIGSEGV) and
-    native_abort (libc's abort: SIGABRT), each on an input whose first
-    element is 1, x * 2 otherwise; crashes_at_load (a null read while it is
+    """crashes/: null_read (a ctypes null pointer read: SIGSEGV),
+    native_abort (libc's abort: SIGABRT) and stack_overflow (a native
+    recursion: SIGSEGV on the stack's guard page), each on an input whose
+    first element is 1, x * 2 otherwise; crashes_at_load (a null read while it is
     unpickled in the server)."""
     io = {"inputs": [("INPUT__0", "FP32", [-1])], "outputs": [("OUTPUT__0", "FP32", [-1])]}
     crashes = os.path.join(out, "crashes")
@@ -111,6 +112,8 @@ def export_crash_models(out):
                           name="null_read", **io)
     manypy.package.export(crash_models.NativeAbort(), os.path.join(crashes, "native_abort.mpk"),
                           name="native_abort", **io)
+    manypy.package.export(crash_models.StackOverflow(), os.path.join(crashes, "stack_overflow.mpk"),
+                          name="stack_overflow", **io)
     manypy.package.export(crash_models.CrashesAtLoad(), os.path.join(crashes, "crashes_at_load.mpk"),
                           name="crashes_at_load", **io)
 
