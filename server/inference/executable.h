@@ -18,11 +18,15 @@ namespace manypy {
 
 /// Connects a running call to the watchdog that may stop it. The executable
 /// arms it with how to interrupt the call while it runs; the watchdog fires it.
+/// A fire that comes while the hook is not armed (a deadline that passed just
+/// before the call started, or while a stream waited for its client) acts as
+/// soon as the hook is armed: the call stops at once, not at the next fire.
 class InterruptHook {
  public:
   void Arm(std::function<void()> interrupt) {
     MutexLock lock(mu_);
     interrupt_ = std::move(interrupt);
+    if (fired_) interrupt_();
   }
   void Disarm() {
     MutexLock lock(mu_);

@@ -140,3 +140,37 @@ TEST(WatchdogTest, AnsweredExecutionsAreLeftAlone) {
 
 }  // namespace
 }  // namespace manypy
+
+namespace manypy {
+namespace {
+
+// The hook the watchdog fires: a fire before Arm (the deadline passed just
+// before the call started) interrupts as soon as the call arms it, once.
+TEST(InterruptHookTest, AFireBeforeArmingActsWhenArmed) {
+  InterruptHook hook;
+  int interrupts = 0;
+  hook.Fire();
+  EXPECT_TRUE(hook.fired());
+  hook.Arm([&] { ++interrupts; });
+  EXPECT_EQ(interrupts, 1);
+  hook.Disarm();
+  EXPECT_EQ(interrupts, 1);
+}
+
+TEST(InterruptHookTest, UnfiredArmingInterruptsNothingAndEachFireActs) {
+  InterruptHook hook;
+  int interrupts = 0;
+  hook.Arm([&] { ++interrupts; });
+  EXPECT_EQ(interrupts, 0);
+  hook.Fire();
+  hook.Fire();  // the watchdog's repeat
+  EXPECT_EQ(interrupts, 2);
+  hook.Disarm();
+  hook.Fire();  // disarmed (a stream waiting for its client): nothing now
+  EXPECT_EQ(interrupts, 2);
+  hook.Arm([&] { ++interrupts; });  // the stream's next step stops at once
+  EXPECT_EQ(interrupts, 3);
+}
+
+}  // namespace
+}  // namespace manypy
