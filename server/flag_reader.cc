@@ -15,9 +15,17 @@ bool TakesNoValue(const std::string& arg) {
   return false;
 }
 
-Status Deliver(const std::string& flag, const std::string& value, const FlagSink& sink);
+// A config file may name another (`config=FILE`), to this depth: a file that
+// names itself is refused, not recursed into until the stack runs out.
+constexpr int kMaxConfigNesting = 8;
 
-Status ReadConfigFile(const std::string& path, const FlagSink& sink) {
+Status Deliver(const std::string& flag, const std::string& value, const FlagSink& sink, int nesting);
+
+Status ReadConfigFile(const std::string& path, const FlagSink& sink, int nesting) {
+  if (nesting > kMaxConfigNesting) {
+    return InvalidArgument("config file " + path + ": config files nested deeper than the limit of " +
+                           std::to_string(kMaxConfigNesting) + " (does one name itself?)");
+  }
   std::ifstream in(path);
   if (!in) return NotFound("cannot read config file " + path);
   std::string line;
@@ -27,13 +35,13 @@ Status ReadConfigFile(const std::string& path, const FlagSink& sink) {
     if (eq == std::string::npos) {
       return InvalidArgument(path + ":" + std::to_string(n) + ": expected flag=value");
     }
-    MANYPY_RETURN_IF_ERROR(Deliver(line.substr(0, eq), line.substr(eq + 1), sink));
+    MANYPY_RETURN_IF_ERROR(Deliver(line.substr(0, eq), line.substr(eq + 1), sink, nesting));
   }
   return Status::Ok();
 }
 
-Status Deliver(const std::string& flag, const std::string& value, const FlagSink& sink) {
-  return flag == "config" ? ReadConfigFile(value, sink) : sink(flag, value);
+Status Deliver(const std::string& flag, const std::string& value, const FlagSink& sink, int nesting) {
+  return flag == "config" ? ReadConfigFile(value, sink, nesting + 1) : sink(flag, value);
 }
 
 }  // namespace
@@ -56,7 +64,7 @@ Status ReadFlags(int argc, char** argv, const FlagSink& sink) {
     } else {
       return InvalidArgument("--" + flag + " needs a value");
     }
-    MANYPY_RETURN_IF_ERROR(Deliver(flag, value, sink));
+    MANYPY_RETURN_IF_ERROR(Deliver(flag, value, sink, 0));
   }
   return Status::Ok();
 }

@@ -227,5 +227,19 @@ TEST(LaunchOptionsTest, DefaultsForwardsAndErrors) {
   EXPECT_EQ(ReadLaunchOptions(no_file.argc(), no_file.argv()).status().code(), StatusCode::kNotFound);
 }
 
+TEST(LaunchOptionsTest, AConfigFileThatNamesItselfIsRefusedNotRecursed) {
+  const std::string config = ::testing::TempDir() + "/launch_options_self.conf";
+  std::ofstream(config) << "http-port=9100\nconfig=" << config << "\n";
+  Argv args({"--config=" + config});
+  auto read = ReadLaunchOptions(args.argc(), args.argv());
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(read.status().message(), "config file " + config +
+                                         ": config files nested deeper than the limit of 8 "
+                                         "(does one name itself?)");
+  bool help = false;
+  EXPECT_FALSE(ParseServerOptions(args.argc(), args.argv(), &help).ok());
+}
+
 }  // namespace
 }  // namespace manypy
