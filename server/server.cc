@@ -36,6 +36,7 @@
 #include "server/metrics/compile_metrics.h"
 #include "server/metrics/metrics_server.h"
 #include "server/metrics/python_metrics.h"
+#include "server/open_files.h"
 #include "server/supervisor/restart_metrics.h"
 #include "server/tracing/tracing.h"
 
@@ -209,8 +210,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
   return server;
 }
 
-Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervised) {
+Status Server::StartParts(const ServerOptions& flags, SupervisedChild* supervised) {
   Parts& p = *parts_;
+  const OpenFileLimit files = RaiseOpenFileLimit();
+  ServerOptions options = flags;  // the connection limits fitted to the descriptors below
   // Token and TLS files are read once, before anything listens: a bad one stops the start.
   auto tokens = AccessTokens::Load(options.auth_token_file, options.management_token_file);
   if (!tokens.ok()) return tokens.status();
@@ -308,6 +311,15 @@ Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervi
                                   ? "over any connection"
                                   : "over plain connections from this host"));
   }
+  // The models of the start are open: what is left bounds the connections.
+  const int64_t in_use = OpenDescriptors();
+  const ConnectionLimits fitted = FitConnectionLimits(
+      files.soft, in_use, options.http ? options.http_max_connections : 0, options.grpc_max_connections);
+  Log(fitted.clamped || !files.error.empty() ? LogLevel::kWarning : LogLevel::kInfo,
+      DescribeDescriptors(files, in_use, fitted, options.http ? options.http_max_connections : 0,
+                          options.grpc_max_connections));
+  options.http_max_connections = std::max(1, fitted.http);
+  options.grpc_max_connections = fitted.grpc;
   MANYPY_RETURN_IF_ERROR(StartGrpc(options, supervised));
   // HTTP/REST: the same request path; its line comes before the final "listening on".
   if (options.http) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@ class ServerProcess {
     if (pipe(out) != 0) return false;
     pid_ = fork();
     if (pid_ == 0) {
+      if (open_files_.rlim_max > 0) setrlimit(RLIMIT_NOFILE, &open_files_);
       dup2(out[1], STDOUT_FILENO);
       close(out[0]);
       if (!stderr_path_.empty()) {
@@ -67,6 +69,8 @@ class ServerProcess {
 
   /// Before Start: the server's stderr (its log) goes to this file instead of the test's.
   void set_stderr_path(std::string path) { stderr_path_ = std::move(path); }
+  /// Before Start: the server runs with this RLIMIT_NOFILE (set between fork and exec).
+  void set_open_file_limit(rlim_t soft, rlim_t hard) { open_files_ = {soft, hard}; }
 
   /// Waits (up to `timeout_s`) for the server to exit on its own; its exit status
   /// (128 + signal if killed by one), or -1 if it is still running.
@@ -131,6 +135,7 @@ class ServerProcess {
 
   pid_t pid_ = -1;
   std::string stderr_path_;
+  rlimit open_files_{0, 0};  // {0, 0}: the test's own
   int stdout_fd_ = -1;
   int port_ = 0;
   int http_port_ = 0;
