@@ -28,6 +28,7 @@
 #include "server/grpc/listening_sockets.h"
 #include "server/http/http_frontend.h"
 #include "server/inference/dispatcher.h"
+#include "server/lifecycle/idle_memory_returner.h"
 #include "server/lifecycle/model_manager.h"
 #include "server/lifecycle/python_model.h"
 #include "server/lifecycle/quarantine.h"
@@ -140,6 +141,9 @@ ModelManager::Options ModelOptionsFor(const ServerOptions& options, ResponseCach
 // Every part, declared in the order Start builds them: destroyed in the
 // reverse order, each before what it uses.
 struct Server::Parts {
+  // Memory the allocator holds free for a second goes back to the kernel: a
+  // refused oversized gRPC message is read whole first (docs/operations.md).
+  std::unique_ptr<IdleMemoryReturner> memory_returner;
   std::shared_ptr<const TlsCredentials> tls;  // null: plain text
   std::unique_ptr<AccessTokens> tokens;
   std::unique_ptr<InterpreterPool> pool;
@@ -213,6 +217,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
 Status Server::StartParts(const ServerOptions& flags, SupervisedChild* supervised) {
   Parts& p = *parts_;
   const OpenFileLimit files = RaiseOpenFileLimit();
+  p.memory_returner = IdleMemoryReturner::Start({});
   ServerOptions options = flags;  // the connection limits fitted to the descriptors below
   // Token and TLS files are read once, before anything listens: a bad one stops the start.
   auto tokens = AccessTokens::Load(options.auth_token_file, options.management_token_file);
