@@ -38,6 +38,7 @@
 #include "server/metrics/metrics_server.h"
 #include "server/metrics/python_metrics.h"
 #include "server/open_files.h"
+#include "server/startup_stop.h"
 #include "server/supervisor/restart_metrics.h"
 #include "server/tracing/tracing.h"
 
@@ -49,8 +50,6 @@ constexpr const char* kServiceName = "inference.GRPCInferenceService";
 // models run on the dispatcher's workers (or, with --run-to-completion-below-us,
 // a short call on an I/O thread when an interpreter is idle).
 constexpr int kHttpIoThreads = 2;
-// How long an HTTP connection may take to send a request's header and body.
-constexpr auto kHttpReadTimeout = std::chrono::seconds(30);
 
 // A part that could not start: its code is never INVALID_ARGUMENT, which
 // Start keeps for an option's file that is wrong.
@@ -325,6 +324,7 @@ Status Server::StartParts(const ServerOptions& flags, SupervisedChild* supervise
                           options.grpc_max_connections));
   options.http_max_connections = std::max(1, fitted.http);
   options.grpc_max_connections = fitted.grpc;
+  StartupStop::EndBeforeServing();  // a stop signal from here drains what was accepted
   MANYPY_RETURN_IF_ERROR(StartGrpc(options, supervised));
   // HTTP/REST: the same request path; its line comes before the final "listening on".
   if (options.http) {
@@ -332,7 +332,8 @@ Status Server::StartParts(const ServerOptions& flags, SupervisedChild* supervise
     http.address = options.http_address;
     http.port = options.http_port;
     http.io_threads = kHttpIoThreads;
-    http.limits = {static_cast<uint64_t>(options.max_message_bytes), kHttpReadTimeout};
+    http.limits = {static_cast<uint64_t>(options.max_message_bytes),
+                   std::chrono::seconds(options.http_read_timeout_seconds)};
     http.max_connections = options.http_max_connections;
     http.tls = p.tls;
     if (supervised != nullptr && !supervised->http_fds.empty()) {

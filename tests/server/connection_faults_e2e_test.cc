@@ -268,5 +268,161 @@ TEST_F(ConnectionFaultTest, DescriptorsRunningOutNeitherSpinNorFloodTheLogAndCom
   EXPECT_TRUE(ServesGrpc());
 }
 
+/// Sends `bytes` on a connection of its own and reads until the server
+/// closes it; what the server sent.
+std::string Exchange(int port, const std::string& bytes) {
+  testing::HttpConnection c(port);
+  c.WriteRaw(bytes);
+  return c.ReadAll();
+}
+
+std::string Post(const std::string& headers, const std::string& body) {
+  return "POST /v2/models/two_io/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+         headers + "\r\n\r\n" + body;
+}
+
+TEST_F(ConnectionFaultTest, SlowSendersLyingLengthsAndStormsLeaveNothingBehind) {
+  Start({"--interpreters=2", "--http-read-timeout=2", "--max-message-size=1048576",
+         "--model-config=slow:instance_count=1"});
+  const pid_t serving = server_.serving_pid();
+  ASSERT_TRUE(ServesHttp());
+  ASSERT_TRUE(ServesGrpc());
+  const size_t baseline = WaitForFdsAtMost(serving, OpenFds(serving));
+
+  // 1. Slow header senders (a byte every 200 ms, never a whole header) are cut
+  // off at --http-read-timeout; a normal client is served meanwhile.
+  constexpr int kSlow = 100;
+  std::vector<int> slow;
+  for (int i = 0; i < kSlow; ++i) slow.push_back(Connect(server_.http_port()));
+  const auto began = Clock::now();
+  std::vector<double> cut_after(kSlow, -1);
+  int cut = 0;
+  double normal_latency = -1;
+  for (int tick = 0; cut < kSlow && Clock::now() - began < 6s; ++tick) {
+    for (int i = 0; i < kSlow; ++i) {
+      if (cut_after[i] >= 0) continue;
+      const char* bytes = tick == 0 ? "POST /v2/models/two_io/infer HTTP/1.1\r\n" : "X";
+      char buf[64];
+      const bool closed = send(slow[i], bytes, strlen(bytes), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ||
+                          recv(slow[i], buf, sizeof(buf), MSG_DONTWAIT) == 0;
+      if (closed) {
+        cut_after[i] = std::chrono::duration<double>(Clock::now() - began).count();
+        ++cut;
+      }
+    }
+    if (tick == 5) {
+      const auto asked = Clock::now();
+      EXPECT_TRUE(ServesHttp());
+      normal_latency = std::chrono::duration<double>(Clock::now() - asked).count();
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  CloseAll(&slow);
+  const auto [first, last] = std::minmax_element(cut_after.begin(), cut_after.end());
+  printf("[ slow     ] %d of %d slow header senders cut off %.2f-%.2f s after connecting "
+         "(--http-read-timeout=2); a normal request meanwhile took %.3f s\n",
+         cut, kSlow, *first, *last, normal_latency);
+  EXPECT_EQ(cut, kSlow);
+  EXPECT_GE(*first, 1.9);
+  EXPECT_LE(*last, 3.5);
+  EXPECT_LT(normal_latency, 1.0);
+
+  // 2. Content-Length that lies. Longer than the body sent: the server waits
+  // for the rest until the read timeout, then closes without a reply.
+  const std::string json = kTwoIoJson;
+  auto asked = Clock::now();
+  std::string reply = Exchange(server_.http_port(), Post("Content-Length: 1000", json));
+  const double waited = std::chrono::duration<double>(Clock::now() - asked).count();
+  printf("[ length   ] a body %zu bytes short of its Content-Length: closed after %.2f s, %zu bytes "
+         "of reply\n", 1000 - json.size(), waited, reply.size());
+  EXPECT_EQ(reply, "");
+  EXPECT_GE(waited, 1.9);
+  EXPECT_LT(waited, 3.5);
+  // Shorter than the body: the body as declared does not decode (400); the
+  // rest is read as the next request, which is no request (400), and closed.
+  reply = Exchange(server_.http_port(), Post("Content-Length: 20", json));
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
+  EXPECT_NE(reply.find("HTTP/1.1 400", 1), std::string::npos) << reply;
+  EXPECT_NE(reply.find("malformed HTTP request"), std::string::npos) << reply;
+  // Over --max-message-size: 413 naming the flag, with the body never sent.
+  reply = Exchange(server_.http_port(), Post("Content-Length: 2000000", ""));
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_NE(reply.find("--max-message-size"), std::string::npos) << reply;
+  // Two lengths that disagree, or one that is no number: 400.
+  for (const char* headers : {"Content-Length: 10\r\nContent-Length: 20", "Content-Length: -5",
+                              "Content-Length: 1e3"}) {
+    reply = Exchange(server_.http_port(), Post(headers, json));
+    EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << headers << "\n" << reply;
+  }
+  EXPECT_TRUE(ServesHttp());
+
+  // 3. A storm of deadlines and departures on a model with one instance:
+  // gRPC calls whose 5-40 ms deadline passes while queued or running, gRPC
+  // calls their clients cancel, HTTP clients that close after sending.
+  ASSERT_EQ(Metric("manypy_requests_total", "slow"), 0);
+  std::atomic<int> deadline_answers{0}, cancelled_answers{0}, other_answers{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 6; ++t) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(5 + (i * 7 + t) % 36));
+        ModelInferResponse out;
+        if (t % 2 == 0) {
+          grpc::Status s = stub_->ModelInfer(&ctx, SlowRequest(30), &out);
+          (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ? deadline_answers : other_answers)++;
+        } else if (t == 1 || t == 3) {
+          grpc::ClientContext cancelled;
+          std::thread cancel([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5 + i % 20));
+            cancelled.TryCancel();
+          });
+          grpc::Status s = stub_->ModelInfer(&cancelled, SlowRequest(30), &out);
+          cancel.join();
+          (s.error_code() == grpc::StatusCode::CANCELLED ? cancelled_answers : other_answers)++;
+        } else {
+          testing::HttpConnection c(server_.http_port());
+          const std::string body = R"({"inputs":[{"name":"MS","datatype":"INT64","shape":[1,1],"data":[30]}]})";
+          c.WriteRaw("POST /v2/models/slow/infer HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n" + body);
+          std::this_thread::sleep_for(std::chrono::milliseconds(i % 10));
+        }  // closed here
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  // Queues and in-flight gauges come back to 0; every request the server saw
+  // ended as a success, a deadline or a cancel, and cancels are not failures.
+  EXPECT_TRUE(WaitForMetric("manypy_queued_requests", "slow", 0));
+  EXPECT_TRUE(WaitForMetric("manypy_in_flight_executions", "slow", 0));
+  std::this_thread::sleep_for(300ms);  // outcomes are counted just after their replies
+  const double total = Metric("manypy_requests_total", "slow");
+  const double ok = Metric("manypy_requests_total", "slow", "outcome=\"success\"");
+  const double deadline = Metric("manypy_requests_total", "slow", "outcome=\"deadline_exceeded\"");
+  const double cancels = Metric("manypy_requests_total", "slow", "outcome=\"cancelled\"");
+  printf("[ storm    ] 120 requests (60 with 5-40 ms deadlines, 40 cancelled, 20 HTTP clients "
+         "leaving): the server counted "
+         "%.0f: %.0f success, %.0f deadline_exceeded, %.0f cancelled; clients saw %d deadlines, %d "
+         "cancels, %d other\n",
+         total, ok, deadline, cancels, deadline_answers.load(), cancelled_answers.load(),
+         other_answers.load());
+  EXPECT_EQ(other_answers.load(), 0);
+  EXPECT_EQ(ok + deadline + cancels, total);
+  EXPECT_GE(deadline, 1);
+  EXPECT_GE(cancels, 1);
+  EXPECT_LE(total, 120);
+  // Statistics as Triton's: a deadline is a failure, a cancel is not.
+  EXPECT_EQ(Statistics("slow").inference_stats().fail().count(), static_cast<uint64_t>(deadline));
+  EXPECT_EQ(Statistics("slow").inference_stats().cancel().count(), static_cast<uint64_t>(cancels));
+
+  // After it all: served, and the descriptors are back.
+  ModelInferResponse out;
+  EXPECT_TRUE(Infer(SlowRequest(1), &out).ok());
+  EXPECT_TRUE(ServesHttp());
+  const size_t fds_after = WaitForFdsAtMost(serving, baseline);
+  printf("[ storm    ] descriptors open: %zu before, %zu after\n", baseline, fds_after);
+  EXPECT_LE(fds_after, baseline);
+}
+
 }  // namespace
 }  // namespace manypy

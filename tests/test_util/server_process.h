@@ -22,6 +22,11 @@ class ServerProcess {
   /// Starts `binary` with `args` plus --grpc-address=127.0.0.1 --grpc-port=0
   /// --http-port=0 --metrics-port=0 and waits (up to `timeout_s`) for its "listening on" line.
   bool Start(const std::string& binary, std::vector<std::string> args, int timeout_s = 180) {
+    return Spawn(binary, std::move(args)) && WaitForListening(timeout_s);
+  }
+
+  /// Starts it as Start does without waiting for anything.
+  bool Spawn(const std::string& binary, std::vector<std::string> args) {
     args.insert(args.begin(), {binary, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0",
                                  "--metrics-port=0"});
     int out[2];
@@ -43,6 +48,11 @@ class ServerProcess {
     }
     close(out[1]);
     stdout_fd_ = out[0];
+    return pid_ > 0;
+  }
+
+  /// After Spawn: waits (up to `timeout_s`) for its "listening on" line.
+  bool WaitForListening(int timeout_s) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     std::string text;
     while (std::chrono::steady_clock::now() < deadline) {
