@@ -355,9 +355,9 @@ Security (SECURITY.md):
   --http-read-timeout=SECONDS
                              an HTTP connection has this long to send each
                              request, header and body, from the end of the last
-                             reply (an idle keep-alive connection too), and a
-                             TLS client to shake hands; then it is closed
-                             without a reply (default 30)
+                             reply (an idle keep-alive connection too), to take
+                             each reply, and a TLS client to shake hands; then
+                             it is closed without a reply (default 30)
   --grpc-max-connections=N   open gRPC connections (default 1024); a connection
                              over the limit is closed at once, its calls failing
                              UNAVAILABLE (a warning, at most once every 10 s)
