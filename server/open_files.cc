@@ -43,6 +43,11 @@ OpenFileLimit RaiseOpenFileLimit() {
   return out;
 }
 
+int64_t OpenFileSoftLimit() {
+  rlimit limit{};
+  return getrlimit(RLIMIT_NOFILE, &limit) == 0 ? AsCount(limit.rlim_cur) : -1;
+}
+
 int64_t OpenDescriptors() {
   DIR* dir = opendir("/proc/self/fd");
   if (dir == nullptr) return -1;

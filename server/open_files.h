@@ -21,8 +21,12 @@ struct OpenFileLimit {
 /// 1024 (a common default) runs out before the connection limits apply.
 OpenFileLimit RaiseOpenFileLimit();
 
-/// Descriptors open in this process now (/proc/self/fd); -1 when unreadable.
+/// Descriptors open in this process now (/proc/self/fd); -1 when unreadable
+/// (as when none is left to read it with).
 int64_t OpenDescriptors();
+
+/// RLIMIT_NOFILE's soft limit now; -1 when unlimited or unknown.
+int64_t OpenFileSoftLimit();
 
 /// Descriptors kept for the server's own files beyond those open at start:
 /// models loaded later, the metrics endpoint's connection, logs, Python's own.

@@ -106,10 +106,10 @@ void HttpFrontend::WaitThenAccept(const boost::system::error_code& ec) {
   const auto wait = io_->backoff.Failed(&first);
   if (first) {
     io_->backoff_began = std::chrono::steady_clock::now();
-    Log(LogLevel::kWarning, "HTTP: cannot accept connections: " + ec.message() + " (" +
-                                std::to_string(OpenDescriptors()) +
-                                " descriptors open); retrying after 10 ms, doubling to 1 s, "
-                                "until one is accepted (logged once)");
+    Log(LogLevel::kWarning, "HTTP: cannot accept connections: " + ec.message() +
+                                " (open-file limit " + std::to_string(OpenFileSoftLimit()) +
+                                "); retrying after 10 ms, doubling to 1 s, until one is accepted "
+                                "(logged once)");
   }
   io_->retry.expires_after(wait);
   io_->retry.async_wait([this](boost::system::error_code waited) {
