@@ -65,7 +65,8 @@ ConnectionLimits FitConnectionLimits(int64_t soft_limit, int64_t in_use, int htt
     out.available = -1;
     return out;
   }
-  out.available = std::max<int64_t>(0, soft_limit - std::max<int64_t>(0, in_use) - kReservedDescriptors);
+  out.available =
+      std::max<int64_t>(0, soft_limit - std::max<int64_t>(0, in_use) - kReservedDescriptors);
   const int64_t wanted = int64_t{http} + grpc;
   if (wanted <= out.available) return out;
   out.clamped = true;
@@ -95,8 +96,9 @@ std::string DescribeDescriptors(const OpenFileLimit& limit, int64_t in_use,
   if (http_flag > 0) line += "HTTP " + one("--http-max-connections", fitted.http, http_flag) + ", ";
   line += "gRPC " + one("--grpc-max-connections", fitted.grpc, grpc_flag);
   if (fitted.clamped) {
-    line += "; raise the hard open-file limit (ulimit -Hn, LimitNOFILE=, or the container's "
-            "nofile ulimit) for more";
+    line +=
+        "; raise the hard open-file limit (ulimit -Hn, LimitNOFILE=, or the container's "
+        "nofile ulimit) for more";
   }
   return line;
 }

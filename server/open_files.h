@@ -11,8 +11,8 @@ namespace manypy {
 /// RLIMIT_NOFILE before and after RaiseOpenFileLimit.
 struct OpenFileLimit {
   int64_t soft_before = 0;
-  int64_t soft = 0;  ///< the limit now in force
-  int64_t hard = 0;  ///< -1: unlimited
+  int64_t soft = 0;   ///< the limit now in force
+  int64_t hard = 0;   ///< -1: unlimited
   std::string error;  ///< why it could not be raised; empty when it was (or was at the hard limit)
 };
 

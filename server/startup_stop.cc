@@ -15,7 +15,7 @@ namespace manypy {
 namespace {
 
 std::mutex mu;
-bool armed = false;  // guarded by mu: a stop signal ends the process at once
+bool armed = false;               // guarded by mu: a stop signal ends the process at once
 std::thread* watching = nullptr;  // guarded by mu: the watcher to join
 
 }  // namespace

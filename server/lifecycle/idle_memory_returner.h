@@ -30,7 +30,8 @@ class IdleMemoryReturner {
 
   /// The bytes to return given the free bytes read over the last window
   /// (oldest first): what every reading had free, less `keep_bytes`. Pure.
-  static int64_t ToReturn(const std::deque<int64_t>& readings, size_t window_readings, int64_t keep_bytes);
+  static int64_t ToReturn(const std::deque<int64_t>& readings, size_t window_readings,
+                          int64_t keep_bytes);
 
  private:
   explicit IdleMemoryReturner(Options options) : options_(options) {}

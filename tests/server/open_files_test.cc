@@ -47,15 +47,19 @@ TEST(FitConnectionLimitsTest, LimitsOverTheDescriptorsShrinkInProportion) {
 
 TEST(FitConnectionLimitsTest, TheLineNamesTheLimitAndBothFlags) {
   OpenFileLimit limit{1024, 4096, 4096, ""};
-  std::string line = DescribeDescriptors(limit, 100, FitConnectionLimits(4096, 100, 1024, 1024), 1024, 1024);
-  EXPECT_EQ(line,
-            "descriptors: open-file limit 4096 (raised from 1024), hard limit 4096; 100 open, 64 kept "
-            "for the server's own files; connection limits: HTTP 1024 (--http-max-connections=1024), "
-            "gRPC 1024 (--grpc-max-connections=1024)");
-  line = DescribeDescriptors({256, 256, 256, ""}, 50, FitConnectionLimits(256, 50, 1024, 1024), 1024, 1024);
-  EXPECT_NE(line.find("HTTP 71 (--http-max-connections=1024, lowered to fit), gRPC 71 "
-                      "(--grpc-max-connections=1024, lowered to fit); raise the hard open-file limit"),
-            std::string::npos)
+  std::string line =
+      DescribeDescriptors(limit, 100, FitConnectionLimits(4096, 100, 1024, 1024), 1024, 1024);
+  EXPECT_EQ(
+      line,
+      "descriptors: open-file limit 4096 (raised from 1024), hard limit 4096; 100 open, 64 kept "
+      "for the server's own files; connection limits: HTTP 1024 (--http-max-connections=1024), "
+      "gRPC 1024 (--grpc-max-connections=1024)");
+  line = DescribeDescriptors({256, 256, 256, ""}, 50, FitConnectionLimits(256, 50, 1024, 1024),
+                             1024, 1024);
+  EXPECT_NE(
+      line.find("HTTP 71 (--http-max-connections=1024, lowered to fit), gRPC 71 "
+                "(--grpc-max-connections=1024, lowered to fit); raise the hard open-file limit"),
+      std::string::npos)
       << line;
 }
 
@@ -68,8 +72,8 @@ TEST(RaiseOpenFileLimitTest, TheSoftLimitRisesToTheHardOne) {
     OpenFileLimit raised = RaiseOpenFileLimit();
     rlimit now{};
     getrlimit(RLIMIT_NOFILE, &now);
-    _exit(raised.soft_before == 64 && raised.soft == 200 && raised.hard == 200 && raised.error.empty() &&
-                  now.rlim_cur == 200 && OpenDescriptors() >= 3
+    _exit(raised.soft_before == 64 && raised.soft == 200 && raised.hard == 200 &&
+                  raised.error.empty() && now.rlim_cur == 200 && OpenDescriptors() >= 3
               ? 0
               : 11);
   }
