@@ -20,6 +20,7 @@
 #include "server/log.h"
 #include "server/server.h"
 #include "server/server_options.h"
+#include "server/startup_stop.h"
 #include "server/supervisor/supervised_child.h"
 
 int main(int argc, char** argv) {
@@ -61,7 +62,10 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, kStepAsideSignal);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto server = Server::Start(*options, supervised ? &*supervised : nullptr);
+  auto server = [&] {
+    StartupStop stop_while_starting;  // SIGTERM before the ports accept: exit 0 at once
+    return Server::Start(*options, supervised ? &*supervised : nullptr);
+  }();
   if (!server.ok()) {
     if (server.status().code() == StatusCode::kInvalidArgument) {  // an option's file
       fprintf(stderr, "manypy-server: %s\n", server.status().message().c_str());

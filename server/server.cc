@@ -29,6 +29,7 @@
 #include "server/grpc/listening_sockets.h"
 #include "server/http/http_frontend.h"
 #include "server/inference/dispatcher.h"
+#include "server/lifecycle/idle_memory_returner.h"
 #include "server/lifecycle/model_manager.h"
 #include "server/lifecycle/python_model.h"
 #include "server/lifecycle/quarantine.h"
@@ -37,6 +38,8 @@
 #include "server/metrics/compile_metrics.h"
 #include "server/metrics/metrics_server.h"
 #include "server/metrics/python_metrics.h"
+#include "server/open_files.h"
+#include "server/startup_stop.h"
 #include "server/supervisor/restart_metrics.h"
 #include "server/tracing/tracing.h"
 
@@ -48,8 +51,6 @@ constexpr const char* kServiceName = "inference.GRPCInferenceService";
 // models run on the dispatcher's workers (or, with --run-to-completion-below-us,
 // a short call on an I/O thread when an interpreter is idle).
 constexpr int kHttpIoThreads = 2;
-// How long an HTTP connection may take to send a request's header and body.
-constexpr auto kHttpReadTimeout = std::chrono::seconds(30);
 
 // A part that could not start: its code is never INVALID_ARGUMENT, which
 // Start keeps for an option's file that is wrong.
@@ -140,6 +141,9 @@ ModelManager::Options ModelOptionsFor(const ServerOptions& options, ResponseCach
 // Every part, declared in the order Start builds them: destroyed in the
 // reverse order, each before what it uses.
 struct Server::Parts {
+  // Memory the allocator holds free for a second goes back to the kernel: a
+  // refused oversized gRPC message is read whole first (docs/operations.md).
+  std::unique_ptr<IdleMemoryReturner> memory_returner;
   std::shared_ptr<const TlsCredentials> tls;  // null: plain text
   std::unique_ptr<AccessTokens> tokens;
   std::unique_ptr<InterpreterPool> pool;
@@ -210,8 +214,11 @@ StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
   return server;
 }
 
-Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervised) {
+Status Server::StartParts(const ServerOptions& flags, SupervisedChild* supervised) {
   Parts& p = *parts_;
+  const OpenFileLimit files = RaiseOpenFileLimit();
+  p.memory_returner = IdleMemoryReturner::Start({});
+  ServerOptions options = flags;  // the connection limits fitted to the descriptors below
   // Token and TLS files are read once, before anything listens: a bad one stops the start.
   auto tokens = AccessTokens::Load(options.auth_token_file, options.management_token_file);
   if (!tokens.ok()) return tokens.status();
@@ -309,6 +316,16 @@ Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervi
                                   ? "over any connection"
                                   : "over plain connections from this host"));
   }
+  // The models of the start are open: what is left bounds the connections.
+  const int64_t in_use = OpenDescriptors();
+  const ConnectionLimits fitted = FitConnectionLimits(
+      files.soft, in_use, options.http ? options.http_max_connections : 0, options.grpc_max_connections);
+  Log(fitted.clamped || !files.error.empty() ? LogLevel::kWarning : LogLevel::kInfo,
+      DescribeDescriptors(files, in_use, fitted, options.http ? options.http_max_connections : 0,
+                          options.grpc_max_connections));
+  options.http_max_connections = std::max(1, fitted.http);
+  options.grpc_max_connections = fitted.grpc;
+  StartupStop::EndBeforeServing();  // a stop signal from here drains what was accepted
   MANYPY_RETURN_IF_ERROR(StartGrpc(options, supervised));
   // HTTP/REST: the same request path; its line comes before the final "listening on".
   if (options.http) {
@@ -316,7 +333,8 @@ Status Server::StartParts(const ServerOptions& options, SupervisedChild* supervi
     http.address = options.http_address;
     http.port = options.http_port;
     http.io_threads = kHttpIoThreads;
-    http.limits = {static_cast<uint64_t>(options.max_message_bytes), kHttpReadTimeout};
+    http.limits = {static_cast<uint64_t>(options.max_message_bytes),
+                   std::chrono::seconds(options.http_read_timeout_seconds)};
     http.max_connections = options.http_max_connections;
     http.tls = p.tls;
     if (supervised != nullptr && !supervised->http_fds.empty()) {

@@ -172,6 +172,9 @@ Status Apply(const std::string& flag, const std::string& value, ServerOptions* o
   } else if (flag == "http-max-connections") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
     o->http_max_connections = static_cast<int>(n);
+  } else if (flag == "http-read-timeout") {
+    MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 3600, &n));
+    o->http_read_timeout_seconds = static_cast<int>(n);
   } else if (flag == "grpc-max-connections") {
     MANYPY_RETURN_IF_ERROR(ParseInt(flag, value, 1, 1000000, &n));
     o->grpc_max_connections = static_cast<int>(n);
@@ -349,6 +352,12 @@ Security (SECURITY.md):
                              (default 32 GiB)
   --http-max-connections=N   open HTTP connections (default 1024); a connection
                              over the limit is closed at once without a reply
+  --http-read-timeout=SECONDS
+                             an HTTP connection has this long to send each
+                             request, header and body, from the end of the last
+                             reply (an idle keep-alive connection too), to take
+                             each reply, and a TLS client to shake hands; then
+                             it is closed without a reply (default 30)
   --grpc-max-connections=N   open gRPC connections (default 1024); a connection
                              over the limit is closed at once, its calls failing
                              UNAVAILABLE (a warning, at most once every 10 s)

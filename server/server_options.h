@@ -51,6 +51,7 @@ struct ServerOptions {
   /// Limits on what clients (and the repository) can make the server hold.
   int64_t max_archive_bytes = int64_t{32} << 30;  ///< an archive's file size
   int http_max_connections = 1024;                ///< open HTTP connections; more are closed
+  int http_read_timeout_seconds = 30;  ///< to send a request's header and body; then closed
   int grpc_max_connections = 1024;                ///< open gRPC connections; more are closed
   int grpc_max_concurrent_streams = 1024;         ///< per HTTP/2 connection; more wait
   /// A gRPC connection gets a graceful GOAWAY after this long (its client

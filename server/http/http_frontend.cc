@@ -4,13 +4,15 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/ssl.hpp>
 
 #include "common/thread_name.h"
+#include "server/http/accept_backoff.h"
 #include "server/http/http_tls.h"
-
 #include "server/log.h"
+#include "server/open_files.h"
 
 namespace manypy {
 
@@ -18,9 +20,14 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 struct HttpFrontend::Io {
-  explicit Io(int threads) : context(threads), acceptor(net::make_strand(context)) {}
+  explicit Io(int threads)
+      : context(threads), acceptor(net::make_strand(context)), retry(acceptor.get_executor()) {}
   net::io_context context;
   tcp::acceptor acceptor;
+  // On the acceptor's strand, as the backoff: the wait after accept() ran out of descriptors.
+  net::steady_timer retry;
+  AcceptBackoff backoff;
+  std::chrono::steady_clock::time_point backoff_began;
   std::unique_ptr<net::ssl::context> tls;  // null: plain HTTP
 };
 
@@ -84,12 +91,43 @@ void HttpFrontend::Accept() {
     // already taken it from the queue it shares with the next process.
     const bool accepting = io_->acceptor.is_open();
     if (!ec) {
+      AcceptedAgain();
       ServeAccepted(std::move(socket));
+    } else if (accepting && ec.category() == boost::system::system_category() &&
+               AcceptBackoff::Transient(ec.value())) {
+      return WaitThenAccept(ec);
     } else if (accepting) {
       Log(LogLevel::kWarning, "HTTP accept: " + ec.message());
     }
     if (accepting) Accept();
   });
+}
+
+void HttpFrontend::WaitThenAccept(const boost::system::error_code& ec) {
+  // Retrying at once would fail at once: the connection stays queued in the
+  // kernel, and the loop would spin on a core logging each failure.
+  bool first = false;
+  const auto wait = io_->backoff.Failed(&first);
+  if (first) {
+    io_->backoff_began = std::chrono::steady_clock::now();
+    Log(LogLevel::kWarning, "HTTP: cannot accept connections: " + ec.message() +
+                                " (open-file limit " + std::to_string(OpenFileSoftLimit()) +
+                                "); retrying after 10 ms, doubling to 1 s, until one is accepted "
+                                "(logged once)");
+  }
+  io_->retry.expires_after(wait);
+  io_->retry.async_wait([this](boost::system::error_code waited) {
+    if (!waited && io_->acceptor.is_open()) Accept();
+  });
+}
+
+void HttpFrontend::AcceptedAgain() {
+  const int64_t failures = io_->backoff.Succeeded();
+  if (failures == 0) return;
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - io_->backoff_began);
+  Log(LogLevel::kWarning, "HTTP: accepting connections again after " + std::to_string(failures) +
+                              " failed accept(s) over " + std::to_string(took.count()) + " ms");
 }
 
 void HttpFrontend::ServeAccepted(tcp::socket socket) {
@@ -133,6 +171,7 @@ void HttpFrontend::StopAccepting() {
   net::post(io_->acceptor.get_executor(), [this] {
     boost::system::error_code ignored;
     io_->acceptor.close(ignored);
+    io_->retry.cancel();
   });
 }
 

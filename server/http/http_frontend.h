@@ -56,6 +56,10 @@ class HttpFrontend {
   struct Io;
   HttpFrontend(InferenceServer* server, Options options);
   void Accept();
+  /// After accept() failed for want of descriptors or memory: waits (AcceptBackoff), then accepts.
+  void WaitThenAccept(const boost::system::error_code& ec);
+  /// After a connection is accepted: ends a back-off episode, logging how long it lasted.
+  void AcceptedAgain();
   /// Serves a connection Accept took (or refuses it over Options::max_connections).
   void ServeAccepted(boost::asio::ip::tcp::socket socket);
   /// Starts an accepted connection's session, holding its ConnectionLimiter slot.

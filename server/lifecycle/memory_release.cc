@@ -9,6 +9,9 @@
 // gperftools' C API, resolved at run time: defined when tcmalloc is linked
 // (manypy-server), null in a program on glibc's malloc (the unit tests).
 extern "C" void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
+extern "C" int MallocExtension_GetNumericProperty(const char* property, size_t* value)
+    __attribute__((weak));
+extern "C" void MallocExtension_ReleaseToSystem(size_t num_bytes) __attribute__((weak));
 
 namespace manypy {
 namespace {
@@ -28,6 +31,25 @@ bool GlibcMallocServes() {
 void ReturnFreeMemoryToSystem() {
   if (MallocExtension_ReleaseFreeMemory != nullptr) {
     MallocExtension_ReleaseFreeMemory();
+  } else if (GlibcMallocServes()) {
+    malloc_trim(0);
+  }
+}
+
+int64_t FreeBytesHeld() {
+  if (MallocExtension_GetNumericProperty != nullptr) {
+    size_t free_bytes = 0;
+    return MallocExtension_GetNumericProperty("tcmalloc.pageheap_free_bytes", &free_bytes)
+               ? static_cast<int64_t>(free_bytes)
+               : 0;
+  }
+  return GlibcMallocServes() ? static_cast<int64_t>(mallinfo2().fordblks) : 0;
+}
+
+void ReturnFreeBytes(int64_t bytes) {
+  if (bytes <= 0) return;
+  if (MallocExtension_ReleaseToSystem != nullptr) {
+    MallocExtension_ReleaseToSystem(static_cast<size_t>(bytes));
   } else if (GlibcMallocServes()) {
     malloc_trim(0);
   }

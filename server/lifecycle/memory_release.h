@@ -3,6 +3,8 @@
 // at some later allocation). Thread-safe.
 #pragma once
 
+#include <cstdint>
+
 namespace manypy {
 
 /// tcmalloc (gperftools, which manypy-server links): ReleaseFreeMemory, every
@@ -10,5 +12,14 @@ namespace manypy {
 /// small objects stays). glibc's malloc: malloc_trim(0), the top of every
 /// arena. Takes a few milliseconds; call it after an unload, not per request.
 void ReturnFreeMemoryToSystem();
+
+/// Bytes the allocator holds free and could return: tcmalloc's page heap free
+/// bytes; glibc's free bytes in its arenas (mallinfo2's fordblks). Cheap: no
+/// lock held for long, no system call.
+int64_t FreeBytesHeld();
+
+/// Returns about `bytes` of what FreeBytesHeld counts (tcmalloc: ReleaseToSystem;
+/// glibc cannot aim, and trims every arena).
+void ReturnFreeBytes(int64_t bytes);
 
 }  // namespace manypy

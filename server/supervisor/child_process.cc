@@ -30,7 +30,13 @@ std::optional<ChildProcess> ChildProcess::Start(const std::string& binary, char*
       for (int fd : *fds) fcntl(fd, F_SETFD, 0);  // inherited across exec
     }
     fcntl(handover.ready_fd, F_SETFD, 0);
-    sigprocmask(SIG_SETMASK, &signal_mask, nullptr);
+    // SIGTERM and SIGINT stay blocked across exec: the serving process blocks
+    // them itself first thing, and one sent before that must wait for it (it
+    // then stops its start, StartupStop) rather than kill it by the default action.
+    sigset_t mask = signal_mask;
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigprocmask(SIG_SETMASK, &mask, nullptr);
     // By path, not a descriptor kept open: SIGHUP's new child runs what is on disk now.
     execv(binary.c_str(), argv);
     _exit(127);

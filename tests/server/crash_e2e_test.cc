@@ -238,12 +238,27 @@ TEST_F(CrashTest, AModelCrashingAtLoadBacksOffThenIsQuarantined) {
 }
 
 TEST_F(CrashTest, KilledChildRestartsAndKilledParentTakesTheChild) {
-  Start();
+  const double own_start = Start();
   const pid_t child = ChildOf(server_.pid());
   ASSERT_GT(child, 0);
+  // SIGKILL under traffic: restarted on the kept sockets, ready within its own
+  // start-up time + 2 s; the clients' calls wait for it (no connection refused).
+  testing::ScaledClients clients(server_.address(), server_.http_port());
+  std::this_thread::sleep_for(300ms);
   Clock::time_point killed = Clock::now();
   kill(child, SIGKILL);
-  ASSERT_GT(WaitUntilReady(killed), 0) << Log();
+  const double restart = WaitUntilReady(killed);
+  ASSERT_GT(restart, 0) << Log();
+  std::this_thread::sleep_for(300ms);  // the clients are served by the new child
+  clients.Stop();
+  const std::string counts = clients.tally.ToString();
+  printf("[ sigkill  ] own start %.2f s; SIGKILL to READY again %.2f s; answers meanwhile: %s\n",
+         own_start, restart, counts.c_str());
+  EXPECT_LE(restart, own_start + 2.0);
+  EXPECT_FALSE(Contains(counts, "refused")) << counts;
+  EXPECT_FALSE(Contains(counts, "other")) << counts;
+  EXPECT_GT(clients.tally.Of("grpc ok"), 0) << counts;
+  EXPECT_GT(clients.tally.Of("http ok"), 0) << counts;
   const pid_t next = ChildOf(server_.pid());
   EXPECT_GT(next, 0);
   EXPECT_NE(next, child);

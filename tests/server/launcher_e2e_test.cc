@@ -235,5 +235,57 @@ TEST_F(LauncherTest, SighupSwitchesWithoutARefusedConnection) {
   EXPECT_TRUE(Infer(FloatRequest("scaled", {1.f}), &out).ok());
 }
 
+TEST_F(LauncherTest, SigtermAtAnyMomentOfTheStartExitsZeroPromptlyAndLeavesNoProcess) {
+  // Delays chosen to land in the launcher, the serving process's first steps,
+  // its interpreters starting and its model loading (the full start is about
+  // 2-4 s here), and once it serves.
+  int stopped_starts = 0;
+  for (int delay_ms : {0, 150, 600, 1500, -1}) {
+    SCOPED_TRACE("SIGTERM after " + std::to_string(delay_ms) + " ms");
+    testing::ServerProcess server;
+    const fs::path log = dir_ / ("sigterm_" + std::to_string(delay_ms) + ".log");
+    server.set_stderr_path(log.string());
+    const std::vector<std::string> args = {"--interpreters=1", "--no-metrics",
+                                           "--model-repository=" + (dir_ / "repository").string(),
+                                           "--crash-state-dir=" + (dir_ / "state").string()};
+    pid_t child = -1;
+    if (delay_ms < 0) {
+      ASSERT_TRUE(server.Start(MANYPY_SERVER_BINARY, args));
+      child = ChildOf(server.pid());
+    } else {
+      ASSERT_TRUE(server.Spawn(MANYPY_SERVER_BINARY, args));
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      child = ChildOf(server.pid());
+    }
+    const Clock::time_point sent = Clock::now();
+    kill(server.pid(), SIGTERM);
+    const int status = server.WaitForExit(20);
+    const double took = std::chrono::duration<double>(Clock::now() - sent).count();
+    printf("[ sigterm  ] after %d ms: exit status %d %.2f s after the signal\n", delay_ms, status, took);
+    // 0, as a drain that lost nothing; 143 (killed by SIGTERM) only when the
+    // signal reaches the launcher before it handles signals, with no child yet.
+    if (status == 128 + SIGTERM) {
+      EXPECT_LE(child, 0) << "a launcher with a serving process died of SIGTERM";
+    } else {
+      EXPECT_EQ(status, 0) << ReadWholeFile(log);
+    }
+    EXPECT_LT(took, 3.0) << ReadWholeFile(log);
+    if (child > 0) {
+      EXPECT_FALSE(Running(child)) << "serving process " << child << " outlived its launcher";
+    }
+    // Within the start, it stops the start; once serving, it drains.
+    const std::string said = ReadWholeFile(log);
+    if (delay_ms < 0) {
+      EXPECT_TRUE(Contains(said, "SIGTERM: passed on to the serving process")) << said;
+      EXPECT_TRUE(Contains(said, "stopped")) << said;
+    } else if (child > 0) {
+      const bool in_start = Contains(said, "during start-up: stopping before serving anything");
+      stopped_starts += in_start;
+      EXPECT_TRUE(in_start || Contains(said, "stopped")) << said;
+    }
+  }
+  EXPECT_GE(stopped_starts, 1) << "no SIGTERM landed in a start";
+}
+
 }  // namespace
 }  // namespace manypy

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "tests/test_util/http_client.h"
+#include "tests/test_util/resident_size.h"
 #include "tests/test_util/server_fixture.h"
 
 namespace manypy {
@@ -269,17 +270,47 @@ TEST_F(StreamingTest, AClientThatCancelsClosesTheGeneratorAtItsYieldWithinATenth
 }
 
 TEST_F(StreamingTest, AReaderThatStallsHoldsABoundedNumberOfResponsesThenTheStreamEndsAtTheLimit) {
-  Start({"--model-config=ticker:max_execution_seconds=2"});
+  // Three interpreters: two for the stalled streams, one for everybody else.
+  Start({"--model-config=ticker:max_execution_seconds=2", "--interpreters=3"});
+  const double baseline_mib = testing::ResidentBytes(server_.serving_pid()) / 1048576.0;
   grpc::ClientContext ctx;
   auto s = Open(&ctx);
   // 1 MiB responses: gRPC's flow control soon stops taking them.
   ASSERT_TRUE(s->Write(Ticker(1000, 0, 256 * 1024, marker_.string())));
+  // A second stalled reader, on a connection of its own.
+  const fs::path other_marker = marker_.string() + "_other";
+  grpc::ChannelArguments own_connection;
+  own_connection.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto other = GRPCInferenceService::NewStub(
+      grpc::CreateCustomChannel(server_.address(), grpc::InsecureChannelCredentials(), own_connection));
+  grpc::ClientContext other_ctx;
+  auto stalled = other->ModelStreamInfer(&other_ctx);
+  ASSERT_TRUE(stalled->Write(Ticker(1000, 0, 256 * 1024, other_marker.string())));
   std::this_thread::sleep_for(1500ms);
   int yielded = Count(ReadFile(marker_), "yielded ");
   // The window's 8, one in gRPC's hands, one waiting for room, and what the
   // transport buffers.
   EXPECT_LE(yielded, 14) << "the server went on taking responses from a model nobody reads";
   EXPECT_GE(yielded, 8);
+  EXPECT_LE(Count(ReadFile(other_marker), "yielded "), 14);
+  // What the two hold, and a client of the third interpreter served meanwhile.
+  const double per_stream_mib =
+      (testing::ResidentBytes(server_.serving_pid()) / 1048576.0 - baseline_mib) / 2;
+  const Clock::time_point asked = Clock::now();
+  {
+    grpc::ClientContext served_ctx;
+    auto served = Open(&served_ctx);
+    ASSERT_TRUE(served->Write(Ticker(2, 0, 1, "")));
+    EXPECT_EQ(ReadRequest(*served).size(), 3u);
+    served->WritesDone();
+    EXPECT_TRUE(served->Finish().ok());
+  }
+  const double served_s = std::chrono::duration<double>(Clock::now() - asked).count();
+  printf("[ stall    ] 2 readers stalled on 1 MiB responses: %d and %d yielded, %.1f MiB resident "
+         "each; another client answered in %.3f s\n",
+         yielded, Count(ReadFile(other_marker), "yielded "), per_stream_mib, served_s);
+  EXPECT_LT(per_stream_mib, 32);
+  EXPECT_LT(served_s, 1.0);
   std::this_thread::sleep_for(2000ms);  // past the limit: the stream has been ended
   int after = Count(ReadFile(marker_), "yielded ");
   EXPECT_LE(after, yielded + 1);
@@ -291,6 +322,9 @@ TEST_F(StreamingTest, AReaderThatStallsHoldsABoundedNumberOfResponsesThenTheStre
   EXPECT_TRUE(Contains(ReadFile(marker_), "closed ")) << "the generator was not closed";
   s->WritesDone();
   EXPECT_TRUE(s->Finish().ok());
+  other_ctx.TryCancel();
+  stalled->Finish();
+  fs::remove(other_marker);
 }
 
 TEST_F(StreamingTest, TheExecutionLimitBoundsEachResponseNotTheWholeStream) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,12 +22,18 @@ class ServerProcess {
   /// Starts `binary` with `args` plus --grpc-address=127.0.0.1 --grpc-port=0
   /// --http-port=0 --metrics-port=0 and waits (up to `timeout_s`) for its "listening on" line.
   bool Start(const std::string& binary, std::vector<std::string> args, int timeout_s = 180) {
+    return Spawn(binary, std::move(args)) && WaitForListening(timeout_s);
+  }
+
+  /// Starts it as Start does without waiting for anything.
+  bool Spawn(const std::string& binary, std::vector<std::string> args) {
     args.insert(args.begin(), {binary, "--grpc-address=127.0.0.1", "--grpc-port=0", "--http-port=0",
                                  "--metrics-port=0"});
     int out[2];
     if (pipe(out) != 0) return false;
     pid_ = fork();
     if (pid_ == 0) {
+      if (open_files_.rlim_max > 0) setrlimit(RLIMIT_NOFILE, &open_files_);
       dup2(out[1], STDOUT_FILENO);
       close(out[0]);
       if (!stderr_path_.empty()) {
@@ -41,6 +48,11 @@ class ServerProcess {
     }
     close(out[1]);
     stdout_fd_ = out[0];
+    return pid_ > 0;
+  }
+
+  /// After Spawn: waits (up to `timeout_s`) for its "listening on" line.
+  bool WaitForListening(int timeout_s) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
     std::string text;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -67,6 +79,8 @@ class ServerProcess {
 
   /// Before Start: the server's stderr (its log) goes to this file instead of the test's.
   void set_stderr_path(std::string path) { stderr_path_ = std::move(path); }
+  /// Before Start: the server runs with this RLIMIT_NOFILE (set between fork and exec).
+  void set_open_file_limit(rlim_t soft, rlim_t hard) { open_files_ = {soft, hard}; }
 
   /// Waits (up to `timeout_s`) for the server to exit on its own; its exit status
   /// (128 + signal if killed by one), or -1 if it is still running.
@@ -131,6 +145,7 @@ class ServerProcess {
 
   pid_t pid_ = -1;
   std::string stderr_path_;
+  rlimit open_files_{0, 0};  // {0, 0}: the test's own
   int stdout_fd_ = -1;
   int port_ = 0;
   int http_port_ = 0;

@@ -92,3 +92,26 @@ class Scaled(torch.nn.Module):
 
     def forward(self, x):
         return x * self.table[-1]
+
+
+# The descriptors HoldsFiles holds, across calls (module state: one list per
+# interpreter).
+_held = []
+
+
+class HoldsFiles(torch.nn.Module):
+    """Model code that leaks descriptors: the first element n > 0 opens
+    /dev/null until this interpreter holds n (or until the process has none
+    left: EMFILE); n == 0 closes them all. Returns how many it holds."""
+
+    def forward(self, x):
+        want = int(x[0])
+        if want == 0:
+            while _held:
+                os.close(_held.pop())
+        while len(_held) < want:
+            try:
+                _held.append(os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC))
+            except OSError:
+                break
+        return torch.full_like(x, float(len(_held)))

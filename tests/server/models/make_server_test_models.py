@@ -75,7 +75,8 @@ def export_needs_missing_module(out):
 
 def export_fault_models(out):
     """faults/: wrong_output, exits, fails_to_load, raises_in_helper and
-    fails_in_helper (errors two calls deep in fault_helpers.py); swap/: scaled versions 1
+    fails_in_helper (errors two calls deep in fault_helpers.py), holds_files
+    (opens descriptors until told to close them); swap/: scaled versions 1
     (x * 2) and 2 (x * 3), which the archive-replacement tests copy into a
     repository of their own."""
     import torch
@@ -93,6 +94,8 @@ def export_fault_models(out):
                           name="raises_in_helper", **io)
     manypy.package.export(fault_models.FailsToLoadInHelper(),
                           os.path.join(faults, "fails_in_helper.mpk"), name="fails_in_helper", **io)
+    manypy.package.export(fault_models.HoldsFiles(), os.path.join(faults, "holds_files.mpk"),
+                          name="holds_files", example_inputs=(torch.zeros(1),), **io)
     for version, factor in ((1, 2.0), (2, 3.0)):
         manypy.package.export(fault_models.Scaled(factor), os.path.join(swap, f"scaled_v{version}.mpk"),
                               name="scaled", version=version, example_inputs=(torch.ones(3),),
