@@ -128,16 +128,8 @@ rlim_t RaiseOwnOpenFileLimit() {
 class ConnectionFaultTest : public ServerTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("manypy_connection_faults_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "repository");
-    for (const char* archive : {"two_io.mpk", "slow.mpk", "faults/holds_files.mpk"}) {
-      fs::copy_file(fs::path(MANYPY_TEST_REPOSITORY) / archive,
-                    dir_ / "repository" / fs::path(archive).filename());
-    }
-    server_.set_stderr_path((dir_ / "server.log").string());
+    dir_ = RepositoryOfTheTest("manypy_connection_faults",
+                               {"two_io.mpk", "slow.mpk", "faults/holds_files.mpk"});
   }
   void TearDown() override {
     ServerTest::TearDown();

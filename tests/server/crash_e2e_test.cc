@@ -46,16 +46,8 @@ class CrashTest : public ServerTest {
     // No core files from the crashes made on purpose (and no time spent writing them).
     rlimit none{0, 0};
     setrlimit(RLIMIT_CORE, &none);
-    dir_ = fs::temp_directory_path() /
-           ("manypy_crash_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "repository");
-    for (const char* a : {"crashes/null_read.mpk", "crashes/native_abort.mpk",
-                          "crashes/stack_overflow.mpk", "swap/scaled_v1.mpk"}) {
-      fs::copy_file(fs::path(MANYPY_TEST_REPOSITORY) / a, dir_ / "repository" / fs::path(a).filename());
-    }
-    server_.set_stderr_path((dir_ / "server.log").string());
+    dir_ = RepositoryOfTheTest("manypy_crash", {"crashes/null_read.mpk", "crashes/native_abort.mpk",
+                                                "crashes/stack_overflow.mpk", "swap/scaled_v1.mpk"});
   }
   void TearDown() override {
     ServerTest::TearDown();

@@ -6,8 +6,11 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,23 @@ class ServerTest : public ::testing::Test {
     ASSERT_TRUE(server_.Start(MANYPY_SERVER_BINARY, args)) << "server did not start";
     channel_ = grpc::CreateChannel(server_.address(), grpc::InsecureChannelCredentials());
     stub_ = GRPCInferenceService::NewStub(channel_);
+  }
+  /// A fresh folder TMP/<prefix>_<pid>_<test name>/ holding repository/ with
+  /// `archives` (paths under the test repository) copied in, flat; the
+  /// server's stderr goes to its server.log. The caller removes it.
+  std::filesystem::path RepositoryOfTheTest(const std::string& prefix,
+                                            std::initializer_list<const char*> archives) {
+    namespace fs = std::filesystem;
+    fs::path dir = fs::temp_directory_path() /
+                   (prefix + "_" + std::to_string(getpid()) + "_" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir / "repository");
+    for (const char* a : archives) {
+      fs::copy_file(fs::path(MANYPY_TEST_REPOSITORY) / a, dir / "repository" / fs::path(a).filename());
+    }
+    server_.set_stderr_path((dir / "server.log").string());
+    return dir;
   }
   void TearDown() override {
     if (server_.pid() > 0) {
