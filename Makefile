@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build install test test-debian13 test-tsan test-asan serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-decoder-step bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
+.PHONY: all deps configure build install test fuzz test-debian13 test-tsan test-asan serve demo models bench bench-pool bench-memory bench-batching bench-http bench-serving bench-python-native bench-generate bench-decoder-step bench-openai-route bench-overhead bench-aoti bench-many-models bench-extensions bench-compile bench-builds soak clean check-thread-safety
 
 all: build
 
@@ -52,6 +52,26 @@ test-asan: deps
 # the build, syntax only (docs/testing.md); also the ctest thread_safety_check.
 check-thread-safety: build
 	/usr/bin/python3 tools/thread_safety_check.py --build $(BUILD) --jobs $(JOBS)
+
+# Every fuzz target (fuzz/) for FUZZ_SECONDS each, one after another, from its seeds and
+# regressions with its dictionary (docs/testing.md#fuzzing): clang builds them under
+# FUZZ_BUILD; each run's log, new corpus and any crashing input are under
+# FUZZ_BUILD/runs-long/<target>/. Writes FUZZ_BUILD/summary.txt (target, seconds,
+# executions per second, executions, corpus, result) and fails if any target did.
+# FUZZ_TARGETS narrows it.
+FUZZ_BUILD ?= $(BUILD)/fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= infer_request http_infer manifest archive openai_request generate_request json_bodies
+fuzz: deps
+	cmake -S fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=clang++
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	rm -f $(FUZZ_BUILD)/summary.txt
+	failed=0; for t in $(FUZZ_TARGETS); do \
+	  cmake -DFUZZER=$(FUZZ_BUILD)/$${t}_fuzzer -DMODE=fuzz -DSECONDS=$(FUZZ_SECONDS) \
+	    -DSEEDS=fuzz/$$t/seeds -DREGRESSIONS=fuzz/$$t/regressions -DDICT=fuzz/$$t/dict \
+	    -DWORK=$(FUZZ_BUILD)/runs-long/$$t -DSUMMARY=$(FUZZ_BUILD)/summary.txt \
+	    -P fuzz/run_fuzzer.cmake || failed=1; \
+	done; cat $(FUZZ_BUILD)/summary.txt; exit $$failed
 
 # The same suite on Debian 13 (PyTorch 2.6, Python 3.13): in a Debian 13 root
 # that tools/debian13.sh makes once with debootstrap (then reuses and updates),

@@ -3,13 +3,16 @@
 // (JSON, optionally followed by binary data). A decoded request goes on through Prepare
 // (for a manifest made to fit it), as proto JSON, and back out through the response
 // encoder with its inputs echoed as outputs. Decoding and Prepare may refuse only with
-// INVALID_ARGUMENT; encoding raw bytes that are not whole elements may say INTERNAL.
+// INVALID_ARGUMENT; encoding raw bytes that are not whole elements may say INTERNAL. A
+// JSON part nested past the limit is refused naming it, and none within it is. Mutations
+// include deep repeats (deep_inputs.h).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "fuzz/deep_inputs.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_manifest.h"
 #include "server/http/infer_codec.h"
@@ -66,6 +69,11 @@ void EchoResponse(const HttpInferRequest& request) {
 // No region is registered: a request naming one is refused as a client error.
 const manypy::SharedMemoryRegions kNoRegions;
 
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) {
+  return manypy::fuzz::MutateDeep(data, size, max_size, seed, manypy::fuzz::JsonGrammar());
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<size_t> json_length;
   std::string_view body;
@@ -74,6 +82,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   HttpInferRequest request;
   Status s = DecodeInferRequest(body, json_length, "fuzz", "1", &request);
+  const size_t json_size = json_length.value_or(body.size());
+  if (json_size <= body.size()) {  // else refused before the JSON is read
+    fuzz::CheckDepthVerdict(s, fuzz::RapidJsonDepth(body.substr(0, json_size), true),
+                            "the inference request");
+  }
   if (!s.ok()) {
     FUZZ_CHECK(s.code() == StatusCode::kInvalidArgument, "%s", s.ToString().c_str());
     return 0;

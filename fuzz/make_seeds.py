@@ -4,7 +4,12 @@
 Each seed is a real, valid input of its kind, so fuzzing starts deep inside the decoders:
 ModelInferRequests of every datatype with raw and typed contents, HTTP bodies with JSON data
 and with binary data behind Inference-Header-Content-Length, valid manifests, and small valid
-model archives (stored, deflated, ZIP64, 64-byte aligned storages).
+model archives (stored, deflated, ZIP64, 64-byte aligned storages), generate bodies, and the
+repository and shared-memory bodies. Then the deep cases, files named deep_* and depth_*:
+every JSON target gets bodies nested 10,000 levels (arrays, objects, never closed, and inside
+the fields it reads) and at the limit of 100 levels and one past it; the gRPC target gets
+groups nested 10,000 levels (at the top, inside an input, inside a parameter) and at
+protobuf's limit and one past it.
 
     /usr/bin/python3 fuzz/make_seeds.py --proto-python build/python
 
@@ -252,6 +257,162 @@ def openai_request_seeds(out):
         write(out, name + ".bin", bytes([selector]) + json.dumps(body).encode())
 
 
+DEEP = 10000  # levels in the deep seeds: far past the limits of 100, files under 100 KiB
+LIMIT = 100  # common/json_limits.h kMaxJsonDepth; protobuf's recursion limit
+
+
+def arrays(n, inner="1"):
+    return "[" * n + inner + "]" * n
+
+
+def objects(n, inner="0"):
+    return '{"a":' * n + inner + "}" * n
+
+
+def deep_json_seeds(out, wrap, fields, suffix=".bin", whole=True):
+    """The deep bodies of one JSON target. `wrap(body)` makes the fuzz input of a body (the
+    target's selector byte or header line); `fields(value)` yields (name, body) pairs that
+    put a JSON value where the target reads one, with the nesting the body adds around it.
+    `whole`: also bodies that are nothing but nesting."""
+    text = lambda s: s.encode()
+    for name, (around, body) in fields.items():
+        write(out, "deep_%s%s" % (name, suffix), wrap(text(body(arrays(DEEP)))))
+        # `around` levels enclose the value: the value's own arrays make up the rest.
+        write(out, "depth_%d_%s%s" % (LIMIT, name, suffix),
+              wrap(text(body(arrays(LIMIT - around)))))
+        write(out, "depth_%d_%s%s" % (LIMIT + 1, name, suffix),
+              wrap(text(body(arrays(LIMIT + 1 - around)))))
+    if not whole:
+        return
+    write(out, "deep_arrays" + suffix, wrap(text(arrays(DEEP, ""))))
+    write(out, "deep_objects" + suffix, wrap(text(objects(DEEP))))
+    write(out, "deep_unclosed" + suffix, wrap(text("[" * DEEP)))
+    write(out, "deep_mixed" + suffix, wrap(text('[{"a":' * (DEEP // 2) + "1" + "}]" * (DEEP // 2))))
+
+
+def http_deep_seeds(out):
+    def tensor(value):
+        return ('{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1],"data":%s}]}' % value)
+    deep_json_seeds(out, lambda b: b"\n" + b, {
+        "data": (3, tensor),
+        "parameters": (2, lambda v: '{"inputs":[],"parameters":{"p":%s}}' % v),
+    })
+    # The JSON part nested deep, binary data behind it.
+    header = arrays(DEEP).encode()
+    write(out, "deep_binary_header.bin", str(len(header)).encode() + b"\n" + header + b"\0" * 8)
+
+
+def openai_deep_seeds(out):
+    deep_json_seeds(out, lambda b: b"\x00" + b, {
+        "prompt": (1, lambda v: '{"model":"generator","prompt":%s}' % v),
+        "messages": (3, lambda v: '{"model":"generator","messages":[{"role":"user","content":%s}]}' % v),
+        "input": (1, lambda v: '{"model":"generator","input":%s}' % v),
+    })
+
+
+def generate_request_seeds(out):
+    """A selector byte (bit 1: the LLM-like model, else one input of every datatype; bit 0:
+    a batching model), then a generate body."""
+    llm = {"text_input": "Once upon", "max_tokens": 8, "bad_words": ["a", "b"], "stream": False,
+           "temperature": 0.5, "id": "g", "parameters": {"timeout": 1000000, "priority": 1}}
+    every = {"mask": [True, False], "image": [[[1, 2, 3], [4, 5, 6]]], "ushort": [[1, 2], [3, 4]],
+             "uint": [4294967295], "seed": 18446744073709551615, "small": [-128, 127],
+             "short": [[-1, 2]], "max_tokens": 2147483647, "ids": [[1, 2, 3], [4, 5, 6]],
+             "half": [1.5, -2.0], "bhalf": [1e30, 0.5], "temperature": 3.4e38,
+             "top_p": [1e300, -0.0], "text_input": ["x", "\u00e9"]}
+    bodies = {"llm": (2, llm), "llm_batched": (3, {"text_input": [["hi"]], "max_tokens": [[4]]}),
+              "every_type": (0, every), "every_type_batched": (1, {"ids": [[[1]], [[2]]]}),
+              "ragged": (0, {"ids": [[1, 2], [3]]}), "many_ids": (0, {"ids": [list(range(2000))]}),
+              "unknown_field": (2, {"text": "x"})}
+    for name, (selector, body) in bodies.items():
+        write(out, name + ".bin", bytes([selector]) + json.dumps(body).encode())
+    deep_json_seeds(out, lambda b: b"\x02" + b, {
+        "text_input": (1, lambda v: '{"text_input":%s}' % v),
+        "parameters": (2, lambda v: '{"text_input":"x","parameters":{"p":%s}}' % v),
+    })
+    deep_json_seeds(out, lambda b: b"\x00" + b, {"ids": (1, lambda v: '{"ids":%s}' % v)},
+                    whole=False)
+
+
+def json_bodies_seeds(out):
+    """A selector byte (mod 4: repository index, repository load, system and CUDA shared-memory
+    register), then the body."""
+    bodies = {
+        "index_ready": (0, b'{"ready":true}'), "index_all": (0, b'{"ready":false}'),
+        "index_empty": (0, b""),
+        "load": (1, b'{"parameters":{"config":"{}","file:1/model.mpk":"UEsDBA=="}}'),
+        "load_empty": (1, b""),
+        "system_register": (2, b'{"key":"/shm","offset":0,"byte_size":64}'),
+        "system_register_big": (2, b'{"key":"/shm","offset":18446744073709551615,'
+                                   b'"byte_size":18446744073709551615}'),
+        "cuda_register": (3, b'{"raw_handle":{"b64":"AAAA"},"device_id":0,"byte_size":64}'),
+    }
+    for name, (selector, body) in bodies.items():
+        write(out, name + ".bin", bytes([selector]) + body)
+    for selector, route in enumerate(["index", "load", "system", "cuda"]):
+        wrap = lambda b, s=selector: bytes([s]) + b
+        write(out, "deep_arrays_%s.bin" % route, wrap(arrays(DEEP, "").encode()))
+        write(out, "deep_unclosed_%s.bin" % route, wrap(("{" + '"a":[' * DEEP).encode()))
+    deep_json_seeds(out, lambda b: b"\x01" + b, {
+        "load_parameters": (2, lambda v: '{"parameters":{"p":%s}}' % v),
+    }, whole=False)
+    deep_json_seeds(out, lambda b: b"\x02" + b, {
+        "register_key": (1, lambda v: '{"key":%s,"byte_size":1}' % v),
+    }, whole=False)
+
+
+def manifest_deep_seeds(out):
+    def manifest(v):
+        m = json.dumps(dict(MANIFEST, description="@"), separators=(",", ":"))
+        return m.replace('"@"', v)
+    deep_json_seeds(out, lambda b: b, {
+        "description": (1, manifest),
+        "inputs": (1, lambda v: manifest("1").replace('"inputs":', '"inputs":%s,"x":' % v, 1)),
+    }, suffix=".json")
+
+
+def groups(levels, field=15):
+    """`levels` groups of `field` nested in one another (start tags, then end tags)."""
+    return bytes([(field << 3) | 3]) * levels + bytes([(field << 3) | 4]) * levels
+
+
+def delimited(field, payload):
+    """A length-delimited field: tag, varint length, payload."""
+    n, length = len(payload), b""
+    while True:
+        length += bytes([(n & 0x7F) | (0x80 if n >= 0x80 else 0)])
+        n >>= 7
+        if not n:
+            break
+    return bytes([(field << 3) | 2]) + length + payload
+
+
+def infer_request_deep_seeds(pb, out):
+    r = pb.ModelInferRequest(model_name="fuzz", model_version="1", id="deep")
+    t = r.inputs.add(name="INPUT0", datatype="INT32", shape=[2])
+    t.contents.int_contents.extend([1, 2])
+    base = r.SerializeToString()
+    write(out, "deep_groups.pb", base + groups(DEEP))
+    write(out, "deep_groups_known_field.pb", base + groups(DEEP, field=1))
+    write(out, "deep_groups_unclosed.pb", base + bytes([(15 << 3) | 3]) * DEEP)
+    write(out, "depth_%d_groups.pb" % LIMIT, base + groups(LIMIT))
+    write(out, "depth_%d_groups.pb" % (LIMIT + 1), base + groups(LIMIT + 1))
+    # Inside a submessage: an input tensor (field 5), its contents (field 5 of that), and a
+    # parameter's value (field 4: a map entry whose value, field 2, is an InferParameter).
+    tensor = t.SerializeToString()
+    write(out, "deep_groups_in_input.pb", base + delimited(5, tensor + groups(DEEP)))
+    contents = t.contents.SerializeToString()
+    write(out, "deep_groups_in_contents.pb",
+          base + delimited(5, b"\x0a\x01x\x12\x05INT32\x1a\x01\x02" +
+                           delimited(5, contents + groups(DEEP))))
+    entry = delimited(1, b"p") + delimited(2, b"\x08\x01" + groups(DEEP))
+    write(out, "deep_groups_in_parameter.pb", base + delimited(4, entry))
+    # Just inside and just past the limit counted from inside an input.
+    write(out, "depth_%d_groups_in_input.pb" % (LIMIT - 1),
+          base + delimited(5, tensor + groups(LIMIT - 1)))
+    write(out, "depth_%d_groups_in_input.pb" % LIMIT, base + delimited(5, tensor + groups(LIMIT)))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--proto-python", required=True,
@@ -260,15 +421,22 @@ def main():
     sys.path.insert(0, args.proto_python)
     from manypy_proto import grpc_service_pb2 as pb
 
-    targets = ("infer_request", "http_infer", "manifest", "archive", "openai_request")
+    targets = ("infer_request", "http_infer", "manifest", "archive", "openai_request",
+               "generate_request", "json_bodies")
     for target in targets:  # rewritten from scratch, so a dropped seed does not linger
         shutil.rmtree(HERE / target / "seeds", ignore_errors=True)
     infer_request_seeds(pb, HERE / "infer_request" / "seeds")
+    infer_request_deep_seeds(pb, HERE / "infer_request" / "seeds")
     http_infer_seeds(HERE / "http_infer" / "seeds")
+    http_deep_seeds(HERE / "http_infer" / "seeds")
     for name, m in manifests():
         write(HERE / "manifest" / "seeds", name, json.dumps(m, indent=1).encode())
+    manifest_deep_seeds(HERE / "manifest" / "seeds")
     archive_seeds(HERE / "archive" / "seeds")
     openai_request_seeds(HERE / "openai_request" / "seeds")
+    openai_deep_seeds(HERE / "openai_request" / "seeds")
+    generate_request_seeds(HERE / "generate_request" / "seeds")
+    json_bodies_seeds(HERE / "json_bodies" / "seeds")
     for target in targets:
         files = list((HERE / target / "seeds").iterdir())
         print("%s: %d seeds, %d bytes" % (target, len(files), sum(f.stat().st_size for f in files)))

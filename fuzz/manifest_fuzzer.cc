@@ -1,17 +1,25 @@
 // Fuzzes the manifest parser: any text is parsed; a manifest it accepts must survive
 // ManifestToJson and parse back equal (the writer's documented promise), and a refusal
-// must be INVALID_ARGUMENT naming the archive.
+// must be INVALID_ARGUMENT naming the archive; a manifest nested past the JSON limit is
+// refused naming it, and none within it is. Mutations include deep repeats (deep_inputs.h).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "fuzz/deep_inputs.h"
 #include "fuzz/fuzz_check.h"
 #include "package_format/manifest.h"
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) {
+  return manypy::fuzz::MutateDeep(data, size, max_size, seed, manypy::fuzz::JsonGrammar());
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace manypy;
   const std::string text(reinterpret_cast<const char*>(data), size);
   StatusOr<Manifest> parsed = ParseManifest(text, "fuzz.mpk");
+  fuzz::CheckDepthVerdict(parsed.status(), fuzz::NlohmannJsonDepth(text), "fuzz.mpk: manifest");
   if (!parsed.ok()) {
     FUZZ_CHECK(parsed.status().code() == StatusCode::kInvalidArgument, "%s",
                parsed.status().ToString().c_str());

@@ -2,7 +2,8 @@
 // byte picks the route and the model's variant, the rest is the request body. The model
 // declares every input field of the convention (docs/text-generation.md), so any body gets
 // as deep as the codec goes. Properties:
-//   - the codec refuses only with INVALID_ARGUMENT, naming a field the route knows;
+//   - the codec refuses only with INVALID_ARGUMENT, naming a field the route knows; a body
+//     nested past the JSON limit is refused naming it, and none within it is;
 //   - a request it accepts is one Prepare takes for that model (a decoded request the
 //     model then refuses would be answered with tensor names the OpenAI client never sent).
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "fuzz/deep_inputs.h"
 #include "fuzz/fuzz_check.h"
 #include "package_format/manifest.h"
 #include "package_format/openai_spec.h"
@@ -79,6 +81,11 @@ void CheckRefusal(const Status& s, const char* stage) {
 
 }  // namespace
 
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int seed) {
+  return manypy::fuzz::MutateDeep(data, size, max_size, seed, manypy::fuzz::JsonGrammar());
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const uint8_t selector = data[0];
@@ -91,6 +98,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   OpenAiCall call;
   std::string param;
   Status s = DecodeOpenAiCall(body, route, &doc, &call, &param);
+  fuzz::CheckDepthVerdict(s, fuzz::RapidJsonDepth(body, false), "the request body");
   if (!s.ok()) {
     // Its `param` may be "": the body as a whole (not JSON, not an object).
     CheckRefusal(s, "DecodeOpenAiCall");

@@ -8,6 +8,11 @@
 namespace manypy {
 namespace {
 
+/// `s` as a JSON string, whole: a name or key may hold NUL bytes.
+rapidjson::Value Text(const std::string& s, rapidjson::Document::AllocatorType& a) {
+  return rapidjson::Value(s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
+}
+
 /// `body[key]` into `*out` when it is a non-negative integer; false when it
 /// is absent or of another type.
 bool SizeOf(const rapidjson::Document& body, const char* key, uint64_t* out) {
@@ -69,8 +74,8 @@ std::string EncodeSystemSharedMemoryStatus(
   auto& a = doc.GetAllocator();
   for (const auto& [region, info] : status.regions()) {
     rapidjson::Value one(rapidjson::kObjectType);
-    one.AddMember("name", rapidjson::Value(region.c_str(), a), a);
-    one.AddMember("key", rapidjson::Value(info.key().c_str(), a), a);
+    one.AddMember("name", Text(region, a), a);
+    one.AddMember("key", Text(info.key(), a), a);
     one.AddMember("offset", rapidjson::Value(info.offset()), a);
     one.AddMember("byte_size", rapidjson::Value(info.byte_size()), a);
     doc.PushBack(one, a);
@@ -83,7 +88,7 @@ std::string EncodeCudaSharedMemoryStatus(const inference::CudaSharedMemoryStatus
   auto& a = doc.GetAllocator();
   for (const auto& [region, info] : status.regions()) {
     rapidjson::Value one(rapidjson::kObjectType);
-    one.AddMember("name", rapidjson::Value(region.c_str(), a), a);
+    one.AddMember("name", Text(region, a), a);
     one.AddMember("device_id", rapidjson::Value(info.device_id()), a);
     one.AddMember("byte_size", rapidjson::Value(info.byte_size()), a);
     doc.PushBack(one, a);

@@ -14,10 +14,11 @@ namespace {
 std::string Errno() { return std::strerror(errno); }
 
 // shm_open's names are one path component under /dev/shm: "/name". Checked
-// here so that a key never reaches outside it ("/../x", "/a/b").
+// here so that a key never reaches outside it ("/../x", "/a/b"), and never
+// names another object than it says (shm_open reads up to a NUL: "/a\0/b").
 Status CheckKey(const std::string& key) {
   if (key.size() < 2 || key[0] != '/' || key.find('/', 1) != std::string::npos || key == "/." ||
-      key == "/..") {
+      key == "/.." || key.find('\0') != std::string::npos) {
     return InvalidArgument("shared memory key '" + key +
                            "' must be a POSIX shared-memory name: '/' and then a name without '/'");
   }

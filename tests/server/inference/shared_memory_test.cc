@@ -53,6 +53,11 @@ TEST(SharedMemoryRegionTest, MapsAnyOffsetAndRefusesWhatIsOutsideTheObject) {
     ASSERT_FALSE(bad.ok()) << key;
     EXPECT_NE(bad.status().message().find("POSIX shared-memory name"), std::string::npos) << key;
   }
+  // shm_open would open the object named before the NUL: a key must not say one name and
+  // open another (the json_bodies fuzzer found such keys registered).
+  auto nul = SharedMemoryRegion::Map("r", object.key() + std::string("\0x", 2), 0, 16);
+  ASSERT_FALSE(nul.ok());
+  EXPECT_NE(nul.status().message().find("POSIX shared-memory name"), std::string::npos);
   auto missing = SharedMemoryRegion::Map("r", "/manypy_unit_missing", 0, 16);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("cannot open"), std::string::npos);
