@@ -370,15 +370,7 @@ Status Server::StartGrpc(const ServerOptions& options, SupervisedChild* supervis
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
       GrpcServerCredentials(p.tls.get()));
   builder.RegisterService(p.grpc_frontend.get());
-  // A request protobuf cannot parse is INVALID_ARGUMENT, counted like any
-  // refused inference request (gRPC alone answers UNIMPLEMENTED).
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(MalformedRequestRefusals([core = p.core.get()](const std::string& method) {
-    if (method != "/inference.GRPCInferenceService/ModelInfer") return;
-    core->Refuse("", "", InvalidArgument("the ModelInferRequest could not be parsed"),
-                 [](const Status&) {});
-  }));
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  builder.experimental().SetInterceptorCreators(MalformedRequestRefusals(p.core.get()));
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // Per HTTP/2 connection.

@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <ucontext.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <cstring>
 
 #include "server/crash/crash_record.h"
+#include "server/crash/crash_site.h"
 #include "server/crash/running_calls.h"
 #include "server/crash/signal_stack.h"
 
@@ -26,9 +26,6 @@ namespace {
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 constexpr size_t kMaxPythonStackFiles = 256;
 constexpr int kMaxFrames = 64;
-// A SIGSEGV this close to the stack pointer is the stack overflowing: the
-// fault is a call's push or a frame's first store just past the guard page.
-constexpr uintptr_t kOverflowReach = 64 * 1024;
 
 bool g_json = false;
 char g_crashes_path[4096] = {};  // empty: crashes are not recorded
@@ -148,29 +145,6 @@ struct sigaction g_before_recorder[sizeof(kFaultSignals) / sizeof(int)];
 std::atomic<bool> g_fault_recorded{false};
 bool g_fault_was_overflow = false;
 
-uintptr_t StackPointer(const void* context) {
-  if (context == nullptr) return 0;
-  const mcontext_t& m = static_cast<const ucontext_t*>(context)->uc_mcontext;
-#if defined(__x86_64__)
-  return static_cast<uintptr_t>(m.gregs[REG_RSP]);
-#elif defined(__aarch64__)
-  return static_cast<uintptr_t>(m.sp);
-#else
-  (void)m;
-  return 0;
-#endif
-}
-
-// A fault the hardware raised (not a kill or raise) at an address near the stack pointer.
-bool IsStackOverflow(int signal, const siginfo_t* info, const void* context) {
-  const uintptr_t sp = StackPointer(context);
-  if ((signal != SIGSEGV && signal != SIGBUS) || info == nullptr || info->si_code <= 0 || sp == 0) {
-    return false;
-  }
-  const uintptr_t fault = reinterpret_cast<uintptr_t>(info->si_addr);
-  return fault < sp + kOverflowReach && fault + kOverflowReach > sp;
-}
-
 CrashSite SiteOf(int signal, const siginfo_t* info, const void* context) {
   CrashSite site;
   site.stack_overflow = g_fault_recorded.load(std::memory_order_acquire)
@@ -179,15 +153,6 @@ CrashSite SiteOf(int signal, const siginfo_t* info, const void* context) {
   prctl(PR_GET_NAME, site.thread, 0, 0, 0);
   site.thread[sizeof(site.thread) - 1] = '\0';
   return site;
-}
-
-// Threads that read, decode and answer requests: the HTTP frontend's
-// (named by it) and gRPC's own (its pollers, executors and callback threads).
-bool IsFrontendThread(const char* name) {
-  for (const char* prefix : {"manypy-http", "grpc", "default-executo", "resolver-execu"}) {
-    if (strncmp(name, prefix, strlen(prefix)) == 0) return true;
-  }
-  return false;
 }
 
 /// A consistent copy of a running call, or false when it was being rewritten.

@@ -60,4 +60,15 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> Malformed
   return std::make_unique<Factory>(std::move(on_refused));
 }
 
+std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+MalformedRequestRefusals(InferenceServer* core) {
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> list;
+  list.push_back(MalformedRequestRefusals([core](const std::string& method) {
+    if (method != "/inference.GRPCInferenceService/ModelInfer") return;
+    core->Refuse("", "", InvalidArgument("the ModelInferRequest could not be parsed"),
+                 [](const Status&) {});
+  }));
+  return list;
+}
+
 }  // namespace manypy

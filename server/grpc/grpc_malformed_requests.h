@@ -13,6 +13,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "server/core/inference_server.h"
 
 namespace manypy {
 
@@ -22,5 +25,10 @@ inline constexpr int kProtobufRecursionLimit = 100;
 /// `on_refused(method)` runs once per refused call, on gRPC's thread.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MalformedRequestRefusals(
     std::function<void(const std::string& method)> on_refused);
+
+/// The server's: a refused ModelInfer is counted by `core` as a refused
+/// inference request; ServerBuilder takes the list as it is.
+std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+MalformedRequestRefusals(InferenceServer* core);
 
 }  // namespace manypy
