@@ -28,6 +28,10 @@ int64_t IdleMemoryReturner::ToReturn(const std::deque<int64_t>& readings, size_t
   return std::max<int64_t>(0, always_free - keep_bytes);
 }
 
+void IdleMemoryReturner::Forget(std::deque<int64_t>& readings, int64_t returned) {
+  for (int64_t& reading : readings) reading = std::max<int64_t>(0, reading - returned);
+}
+
 void IdleMemoryReturner::Run() {
   const size_t window_readings =
       std::max<size_t>(1, static_cast<size_t>(options_.window / options_.interval));
@@ -39,7 +43,7 @@ void IdleMemoryReturner::Run() {
     const int64_t bytes = ToReturn(readings, window_readings, options_.keep_bytes);
     if (bytes > 0) {
       ReturnFreeBytes(bytes);
-      readings.clear();  // a new window from what is left
+      Forget(readings, bytes);
     }
   }
 }

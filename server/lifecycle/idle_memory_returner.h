@@ -33,6 +33,12 @@ class IdleMemoryReturner {
   static int64_t ToReturn(const std::deque<int64_t>& readings, size_t window_readings,
                           int64_t keep_bytes);
 
+  /// The readings as they would have been had `returned` bytes never been
+  /// free: each less `returned`, at least 0. Keeping them (not starting a new
+  /// window) lets memory freed in stages, as connections close one after
+  /// another, come back a window after each stage. Pure.
+  static void Forget(std::deque<int64_t>& readings, int64_t returned);
+
  private:
   explicit IdleMemoryReturner(Options options) : options_(options) {}
   void Run();

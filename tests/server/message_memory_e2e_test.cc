@@ -63,6 +63,17 @@ class MessageMemoryTest : public ServerTest {
     }
     return now;
   }
+  /// Seconds from now until the resident size is below `mib` (read every
+  /// 50 ms), at most `limit`; `*rss` gets the last reading, in MiB.
+  double SecondsUntilBelow(double mib, double limit, double* rss) {
+    const auto began = Clock::now();
+    double seconds = 0;
+    while ((*rss = Rss()) >= mib && seconds < limit) {
+      std::this_thread::sleep_for(50ms);
+      seconds = std::chrono::duration<double>(Clock::now() - began).count();
+    }
+    return seconds;
+  }
 };
 
 TEST_F(MessageMemoryTest, OversizedMessagesAreRefusedAndTheirMemoryComesBackAtOnce) {
@@ -72,7 +83,10 @@ TEST_F(MessageMemoryTest, OversizedMessagesAreRefusedAndTheirMemoryComesBackAtOn
   ASSERT_TRUE(Infer(TwoIoRequest(true), &out).ok());
   const double baseline = RssSettled();
 
-  // 100 MiB against the default limit of 64 MiB.
+  // 100 MiB against the default limit of 64 MiB. Back means within 32 MiB
+  // of the resident size at rest (16 MiB kept free, up to 16 in tcmalloc's
+  // per-thread and central caches, which are not returned).
+  const double back = baseline + 32;
   ModelInferRequest big = TwoIoRequest(true);
   big.mutable_raw_input_contents(0)->append(100 << 20, '\0');
   auto sent = Clock::now();
@@ -80,8 +94,8 @@ TEST_F(MessageMemoryTest, OversizedMessagesAreRefusedAndTheirMemoryComesBackAtOn
   const double refused_after = std::chrono::duration<double>(Clock::now() - sent).count();
   EXPECT_EQ(codes[0], grpc::StatusCode::RESOURCE_EXHAUSTED);
   const double peak_one = Peak();
-  const double after_one = RssSettled();
-  const double settled_one = std::chrono::duration<double>(Clock::now() - sent).count() - refused_after;
+  double after_one = 0;
+  const double back_one = SecondsUntilBelow(back, 6, &after_one);
   ASSERT_TRUE(Infer(TwoIoRequest(true), &out).ok());
 
   // Four at once, each on its own connection (the peak measured anew).
@@ -89,15 +103,19 @@ TEST_F(MessageMemoryTest, OversizedMessagesAreRefusedAndTheirMemoryComesBackAtOn
   codes = SendAtOnce(big, 4);
   for (auto code : codes) EXPECT_EQ(code, grpc::StatusCode::RESOURCE_EXHAUSTED);
   const double peak_four = Peak();
-  const double after_four = RssSettled();
+  double after_four = 0;
+  const double back_four = SecondsUntilBelow(back, 6, &after_four);
   printf("[ message  ] RSS %.0f MiB at rest; one 100 MiB message: refused after %.2f s, peak %.0f MiB, "
-         "%.0f MiB %.2f s later; four at once: peak %.0f MiB, then %.0f MiB\n",
-         baseline, refused_after, peak_one, after_one, settled_one, peak_four, after_four);
+         "%.0f MiB %.2f s after the refusal; four at once: peak %.0f MiB, %.0f MiB %.2f s after\n",
+         baseline, refused_after, peak_one, after_one, back_one, peak_four, after_four, back_four);
   // Read whole before the refusal (gRPC 1.51): the peak holds the message...
   EXPECT_GT(peak_one, baseline + 90);
-  // ... and the memory is back within about a second after.
-  EXPECT_LT(after_one, baseline + 24);
-  EXPECT_LT(after_four, baseline + 24);
+  // ... and the memory is back about a second after it is freed (the window;
+  // connections close and free theirs within a second or so of the refusal).
+  EXPECT_LT(after_one, back);
+  EXPECT_LT(after_four, back);
+  EXPECT_LT(back_one, 4);
+  EXPECT_LT(back_four, 4);
   ASSERT_TRUE(Infer(TwoIoRequest(true), &out).ok());
 }
 

@@ -27,6 +27,22 @@ TEST(IdleMemoryReturnerTest, ReturnsWhatStayedFreeForTheWholeWindowBeyondWhatItK
   EXPECT_EQ(IdleMemoryReturner::ToReturn({0, 100 * kMiB, 100 * kMiB}, 2, 0), 100 * kMiB);
 }
 
+TEST(IdleMemoryReturnerTest, MemoryFreedInStagesComesBackAWindowAfterEachStage) {
+  // 100 MiB free for the whole window, 300 more for the last two readings.
+  std::deque<int64_t> readings{100 * kMiB, 400 * kMiB, 400 * kMiB};
+  const int64_t first = IdleMemoryReturner::ToReturn(readings, 3, 16 * kMiB);
+  EXPECT_EQ(first, 84 * kMiB);
+  IdleMemoryReturner::Forget(readings, first);
+  EXPECT_EQ(readings, (std::deque<int64_t>{16 * kMiB, 316 * kMiB, 316 * kMiB}));
+  // One reading on, the second stage has been free a whole window: it comes back.
+  readings.pop_front();
+  readings.push_back(316 * kMiB);
+  EXPECT_EQ(IdleMemoryReturner::ToReturn(readings, 3, 16 * kMiB), 300 * kMiB);
+  // Never below nothing.
+  IdleMemoryReturner::Forget(readings, 500 * kMiB);
+  EXPECT_EQ(readings, (std::deque<int64_t>{0, 0, 0}));
+}
+
 TEST(IdleMemoryReturnerTest, StartsAndStopsPromptly) {
   const auto began = std::chrono::steady_clock::now();
   {
