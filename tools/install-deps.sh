@@ -8,7 +8,8 @@
 #                                          (the image's runtime stage)
 #   --list before any of these prints the selected names instead.
 # Lines marked release=N are taken only on Debian N (VERSION_ID in
-# /etc/os-release, or MANYPY_DEBIAN_RELEASE); Debian 12 and 13 are supported.
+# /etc/os-release, or MANYPY_DEBIAN_RELEASE); Debian 12, 13 and 14 are
+# supported (testing and sid, which have no VERSION_ID, count as 14).
 set -euo pipefail
 list="$(dirname "$0")/debian-packages.txt"
 release="${MANYPY_DEBIAN_RELEASE:-}"
@@ -18,13 +19,14 @@ if [[ -z "$release" ]]; then
     case "$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")" in
       bookworm) release=12 ;;
       trixie) release=13 ;;
+      forky | sid) release=14 ;;
     esac
   fi
 fi
 case "$release" in
-  12 | 13) ;;
+  12 | 13 | 14) ;;
   *)
-    echo "install-deps: Debian release '${release:-unknown}' (/etc/os-release) is not one the list supports (12, 13); set MANYPY_DEBIAN_RELEASE to pick one" >&2
+    echo "install-deps: Debian release '${release:-unknown}' (/etc/os-release) is not one the list supports (12, 13, 14); set MANYPY_DEBIAN_RELEASE to pick one" >&2
     exit 2
     ;;
 esac
@@ -53,7 +55,7 @@ while read -r pkg words; do
     case "$word" in
       runtime) runtime=1 ;;
       test) test=1 ;;
-      release=12 | release=13) only="${word#release=}" ;;
+      release=12 | release=13 | release=14) only="${word#release=}" ;;
       command=*) command="${word#command=}" ;;
       *)
         echo "install-deps: $list: unknown word '$word' after $pkg" >&2
