@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <mutex>
+#include <sstream>
 
 #include "common/mutex.h"
 #include "interpreters/python_error.h"
@@ -29,12 +30,23 @@ Status CheckTorchVersion(const std::string& imported, const std::string& built_w
     return FailedPrecondition("torch.__version__ is '" + imported +
                               "', not a version manypy can check (expected N.N...)");
   }
-  if (v < TorchVersion{1, 9} || !(v < TorchVersion{2, 9})) {
+  if (v < TorchVersion{1, 9}) {
     return FailedPrecondition(
         "PyTorch " + imported +
-        " is not supported: the interpreter pool needs 1.9 <= PyTorch < 2.9, the releases whose "
-        "TensorImpl keeps a per-interpreter PyObject tag (c10/core/impl/PyObjectSlot.h); 2.9 made "
-        "the Python interpreter process-global, so interpreters would share each tensor's PyObject");
+        " is not supported: the interpreter pool needs PyTorch >= 1.9, whose TensorImpl keeps a "
+        "per-interpreter PyObject tag (c10/core/impl/PyObjectSlot.h)");
+  }
+  if (!(v < TorchVersion{2, 9})) {
+    // What is missing is written down in docs/debian14.md (issue 56).
+    return FailedPrecondition(
+        "PyTorch " + imported +
+        " is not supported by the interpreter pool yet: 1.9 <= PyTorch < 2.9 keep a per-interpreter "
+        "PyObject tag on TensorImpl (c10/core/impl/PyObjectSlot.h); from 2.9 on libtorch has one "
+        "process-global Python interpreter (c10::impl::getGlobalPyInterpreter, the first "
+        "\"PyInterpreterHooks\" registered), so every interpreter's tensors would have their "
+        "reference counts changed through the first interpreter's libtorch_python. Missing: manypy's "
+        "own PyInterpreterHooks, registered before any libtorch_python loads, routing each object "
+        "to the interpreter that owns it (docs/debian14.md)");
   }
   TorchVersion b = TorchVersion::Parse(built_with);
   if (b.major != v.major || b.minor != v.minor) {
@@ -57,14 +69,37 @@ Status CheckImportedTorch(shim::InterpreterShim& shim) {
   return CheckReportedTorch(version);
 }
 
+bool IsTestedTorch(const std::string& version, const std::string& tested) {
+  TorchVersion v = TorchVersion::Parse(version);
+  std::istringstream releases(tested);
+  std::string release;
+  while (std::getline(releases, release, ',')) {
+    TorchVersion t = TorchVersion::Parse(release.substr(release.find_first_not_of(' ')));
+    if (t.major == v.major && t.minor == v.minor && v.major >= 0) return true;
+  }
+  return false;
+}
+
 Status CheckReportedTorch(const std::string& version) {
   Status status = CheckTorchVersion(version, BuiltTorchVersion());
   if (status.ok()) {
     MutexLock lock(g_running_mu);
-    if (g_running.empty()) g_running = version;
+    if (g_running.empty()) {
+      g_running = version;
+      // Only a build configured with MANYPY_ALLOW_UNTESTED_TORCH=ON gets here
+      // with such a version (CMakeLists.txt); said once per process.
+      if (!IsTestedTorch(version, TestedTorchVersions())) {
+        fprintf(stderr,
+                "manypy: warning: PyTorch %s is not a release manypy is tested on (%s); this build "
+                "was configured with MANYPY_ALLOW_UNTESTED_TORCH=ON\n",
+                version.c_str(), TestedTorchVersions());
+      }
+    }
   }
   return status;
 }
+
+const char* TestedTorchVersions() { return MANYPY_TESTED_TORCH; }
 
 const char* BuiltTorchVersion() { return MANYPY_TORCH_VERSION; }
 

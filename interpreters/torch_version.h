@@ -25,7 +25,8 @@ struct TorchVersion {
 
 /// Ok for 1.9 <= version < 2.9: the releases that keep the per-interpreter
 /// PyObject tag on TensorImpl (c10/core/impl/PyObjectSlot.h) the pool relies
-/// on; otherwise FailedPrecondition naming the version and why. `built_with`
+/// on; otherwise FailedPrecondition naming the version and why (from 2.9 on:
+/// what the pool lacks there, docs/debian14.md). `built_with`
 /// is the libtorch version manypy was compiled against; a different
 /// major.minor at run time is refused too (the host and libtorch_python's
 /// copies would disagree on the C++ ABI).
@@ -37,8 +38,15 @@ Status CheckImportedTorch(shim::InterpreterShim& shim);
 
 /// The same check of a torch.__version__ an interpreter reported while
 /// importing torch (Interpreter::Options::on_torch_version); no GIL needed.
-/// Ok records it as RunningTorchVersion(), as CheckImportedTorch does.
+/// Ok records it as RunningTorchVersion(), as CheckImportedTorch does, and
+/// warns on stderr (once) when it is not a release manypy is tested on.
 Status CheckReportedTorch(const std::string& version);
+
+/// Whether `version`'s major.minor is one of `tested` ("1.13, 2.6, 2.14").
+bool IsTestedTorch(const std::string& version, const std::string& tested);
+
+/// The releases the suite runs on, as CMakeLists.txt names them ("1.13, 2.6, 2.14").
+const char* TestedTorchVersions();
 
 /// The libtorch version this program was built with ("1.13.0", "2.6.0").
 const char* BuiltTorchVersion();
