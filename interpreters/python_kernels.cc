@@ -154,7 +154,13 @@ const c10::impl::PyInterpreter* HomeOf(const c10::OperatorHandle& op,
   auto python_keyed = [](const c10::IValue& v) -> const c10::impl::PyInterpreter* {
     c10::TensorImpl* impl = v.unsafeToTensorImpl();
     if (!impl->key_set().has(c10::DispatchKey::Python)) return nullptr;
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+    // PyTorch >= 2.9: no tag says which interpreter made the tensor (the
+    // pool refuses these releases for now, docs/debian14.md).
+    return nullptr;
+#else
     return impl->pyobj_slot()->pyobj_interpreter();
+#endif
   };
   for (const auto& v : torch::jit::last(stack, op.schema().arguments().size())) {
     if (v.isTensor()) {

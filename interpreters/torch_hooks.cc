@@ -13,6 +13,9 @@
 #if MANYPY_TORCH_HOOKS
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+#include <torch/custom_class_detail.h>
+#endif
 
 #include "common/mutex.h"
 #include "interpreters/python_kernel_hooks.h"
@@ -55,20 +58,34 @@ void* NextDefinition(const char* mangled) {
   return next;
 }
 
+// at::Tag became torch::headeronly::Tag (PyTorch 2.14's
+// torch/headeronly/core/enum_tag.h; ATen/core/enum_tag.h keeps the old name as
+// an alias), which changes the mangled names of the two functions taking tags.
+#if __has_include(<torch/headeronly/core/enum_tag.h>)
+constexpr const char* kRegisterDef =
+    "_ZN3c1010Dispatcher11registerDefENS_14FunctionSchemaENSt7__cxx1112basic_stringIcSt11char_"
+    "traitsIcESaIcEEESt6vectorIN5torch10headeronly3TagESaISB_EE";
+constexpr const char* kLibraryDef =
+    "_ZNR5torch7Library4_defEON3c1014FunctionSchemaEPNS1_12OperatorNameERKSt6vectorINS_"
+    "10headeronly3TagESaIS8_EENS_17_RegisterOrVerifyE";
+#else
 constexpr const char* kRegisterDef =
     "_ZN3c1010Dispatcher11registerDefENS_14FunctionSchemaENSt7__cxx1112basic_stringIcSt11char_"
     "traitsIcESaIcEEESt6vectorIN2at3TagESaISA_EE";
+constexpr const char* kLibraryDef =
+    "_ZNR5torch7Library4_defEON3c1014FunctionSchemaEPNS1_12OperatorNameERKSt6vectorIN2at3TagESaIS8_"
+    "EENS_17_RegisterOrVerifyE";
+#endif
 constexpr const char* kRegisterLibrary =
     "_ZN3c1010Dispatcher15registerLibraryENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEES6_";
 constexpr const char* kRegisterImpl =
     "_ZN3c1010Dispatcher12registerImplENS_12OperatorNameESt8optionalINS_11DispatchKeyEENS_14Kernel"
     "FunctionES2_INS_4impl12CppSignatureEESt10unique_ptrINS_14FunctionSchemaESt14default_deleteISA_"
     "EENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE";
-constexpr const char* kLibraryDef =
-    "_ZNR5torch7Library4_defEON3c1014FunctionSchemaEPNS1_12OperatorNameERKSt6vectorIN2at3TagESaIS8_"
-    "EENS_17_RegisterOrVerifyE";
 constexpr const char* kLibraryImpl =
     "_ZNR5torch7Library5_implEPKcONS_11CppFunctionENS_17_RegisterOrVerifyE";
+constexpr const char* kRegisterCustomClass =
+    "_ZN5torch19registerCustomClassESt10shared_ptrIN3c109ClassTypeEE";
 constexpr const char* kRegisterHandler =
     "_ZN4c10d13control_plane15registerHandlerERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaI"
     "cEEESt8functionIFvRKNS0_7RequestERNS0_8ResponseEEE";
@@ -154,6 +171,31 @@ Library& Library::_impl(const char* name, CppFunction&& f, _RegisterOrVerify) & 
 }
 }  // namespace torch
 
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+// PyTorch 2.14's libtorch_python registers a TorchScript custom class at load
+// (torch::class_<...>("aten", "OpaqueObject"), a static initializer): from the
+// second copy on, torch::registerCustomClass throws "Custom class with name
+// __torch__.torch.classes.aten.OpaqueObject is already registered" inside
+// dlopen (docs/debian14.md). The first copy's class stays; any other error
+// still fails. class_base's constructor calls it through libtorch_cpu's PLT.
+namespace torch {
+void registerCustomClass(at::ClassTypePtr class_type) {
+  using Real = void (*)(at::ClassTypePtr);
+  static Real real = reinterpret_cast<Real>(NextDefinition(kRegisterCustomClass));
+  const std::string name = class_type->name() ? class_type->name()->qualifiedName() : "";
+  try {
+    real(std::move(class_type));
+  } catch (const c10::Error& e) {
+    if (name.empty() || std::string(e.what()).find("Custom class with name " + name +
+                                                   " is already registered") == std::string::npos) {
+      throw;
+    }
+    g_skipped_definitions++;
+  }
+}
+}  // namespace torch
+#endif
+
 namespace c10d::control_plane {
 class Request;
 class Response;
@@ -180,7 +222,11 @@ TorchHookCounts TorchHooks() { return {g_skipped_definitions.load(), g_skipped_h
 Status CheckTorchHooksActive() {
 #if MANYPY_TORCH_HOOKS
   for (const char* mangled : {kRegisterDef, kRegisterImpl, kRegisterLibrary, kLibraryDef,
-                              kLibraryImpl, kRegisterHandler}) {
+                              kLibraryImpl, kRegisterHandler,
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+                              kRegisterCustomClass,
+#endif
+                             }) {
     void* bound = dlsym(RTLD_DEFAULT, mangled);
     void* ours = nullptr;
     Dl_info info;

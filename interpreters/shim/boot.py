@@ -74,10 +74,11 @@ def _tell_keyset(module):
     Library.impl tells the host whether the kernel takes the dispatch key set."""
     impl = module.Library.impl
 
-    def impl_telling_keyset(self, op_name, fn, dispatch_key="", *, with_keyset=False):
+    def impl_telling_keyset(self, op_name, fn, dispatch_key="", *, with_keyset=False, **kwargs):
+        # kwargs: what a later torch adds (2.14: allow_override), passed on as given.
         _manypy.next_kernel_with_keyset(with_keyset)
         try:
-            return impl(self, op_name, fn, dispatch_key, with_keyset=with_keyset)
+            return impl(self, op_name, fn, dispatch_key, with_keyset=with_keyset, **kwargs)
         finally:
             _manypy.next_kernel_with_keyset(False)
 
@@ -125,6 +126,31 @@ def _kernels_of_this_interpreter(module):
     has_kernel_here.__doc__ = has_kernel.__doc__
     has_kernel_here.__name__ = has_kernel_here.__qualname__ = has_kernel.__name__
     module._dispatch_has_kernel_for_dispatch_key = has_kernel_here
+
+
+def _opaque_types_of_this_interpreter(module):
+    """torch._C, PyTorch 2.14: torch._library.opaque_object registers each opaque
+    type's name ("enum.Enum" at import) in one process-wide table of libtorch,
+    which refuses a name registered before ("Type 'enum.Enum' is already
+    registered as an opaque type"). A name another interpreter registered is
+    the same type here; this interpreter registering a name twice still fails."""
+    register = getattr(module, "_register_opaque_type", None)
+    if register is None:
+        return
+    is_registered = module._is_opaque_type_registered
+    mine = set()
+
+    def register_here(name):
+        if name not in mine and is_registered(name):
+            mine.add(name)  # by another interpreter
+            return None
+        result = register(name)
+        mine.add(name)
+        return result
+
+    register_here.__doc__ = register.__doc__
+    register_here.__name__ = register_here.__qualname__ = register.__name__
+    module._register_opaque_type = register_here
 
 
 class _LazyModule(types.ModuleType):
@@ -402,6 +428,7 @@ class ManypyExtensionFinder:
             submodule_search_locations=spec.submodule_search_locations)
         if name == "torch._C" and _manypy.routes_python_kernels:
             _after_running(copied.loader, _kernels_of_this_interpreter)
+            _after_running(copied.loader, _opaque_types_of_this_interpreter)
         return copied
 
     @classmethod
