@@ -41,7 +41,7 @@ class Dockerfile(unittest.TestCase):
         self.assertIn("tools/debian-packages.txt", copied)
 
     def test_install_deps_selections_equal_the_list(self):
-        for release in ("12", "13"):
+        for release in ("12", "13", "14"):
             listed = [(n, w) for n, w in d.package_list()
                       if not any(x.startswith("release=") and x != "release=" + release for x in w)]
             env = {"MANYPY_DEBIAN_RELEASE": release}
@@ -51,13 +51,15 @@ class Dockerfile(unittest.TestCase):
             self.assertEqual(d.install_deps_list("--runtime", "libextra1", env=env),
                              [n for n, w in listed if "runtime" in w] + ["libextra1"])
         for name, words in d.package_list():
-            self.assertLessEqual(words, {"runtime", "test", "release=12", "release=13"}
+            self.assertLessEqual(words, {"runtime", "test", "release=12", "release=13", "release=14"}
                                  | {w for w in words if w.startswith("command=")})
 
     def test_install_deps_picks_each_releases_libpython(self):
         self.assertIn("libpython3.11-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "12"}))
         self.assertNotIn("libpython3.13-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "12"}))
         self.assertIn("libpython3.13-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "13"}))
+        self.assertIn("libpython3.14-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "14"}))
+        self.assertNotIn("libpython3.13-dev", d.install_deps_list(env={"MANYPY_DEBIAN_RELEASE": "14"}))
         r = subprocess.run(["bash", os.path.join(d.SOURCE, "tools", "install-deps.sh"), "--list"],
                            env={**os.environ, "MANYPY_DEBIAN_RELEASE": "11"}, capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)
