@@ -10,8 +10,10 @@
 namespace manypy {
 
 Status SealAgainstChanges(int memfd, const std::string& what) {
-  // One load in about 6,300 failed with EBUSY under make bench-many-models's
-  // churn (2026-12-03) before the retries.
+  // The kernel refuses the write seal (EBUSY) while a page of the copy still
+  // has a reference beyond the page cache's, which passes: loads under
+  // make bench-many-models's churn failed so before the retries
+  // (docs/benchmarks.md, bench-many-models).
   constexpr int kAttempts = 10;
   for (int attempt = 0;; ++attempt) {
     if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0) {

@@ -1,23 +1,19 @@
 // manypy-serving: the serving process. Reads its flags, starts a Server
-// (server.h), serves until SIGTERM or SIGINT, then drains; on the supervisor's
-// kStepAsideSignal (a SIGHUP restart) steps aside instead. Shutdown always
-// ends: after the grace period stuck calls are abandoned and the process exits
-// with status 1. Run by the launcher, manypy-server (supervisor/launcher_main.cc),
-// as its child or in its place; a crash is reported (crash_handler.h).
+// (server.h) and serves until a stop signal (serve_until_signal.h: a drain,
+// or a step aside for the supervisor's SIGHUP restart). Run by the launcher,
+// manypy-server (supervisor/launcher_main.cc), as its child or in its place;
+// a crash is reported (crash_handler.h).
 #include <absl/synchronization/mutex.h>
-#include <signal.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
-#include <thread>
 
 #include "server/crash/crash_handler.h"
 #include "server/library_logging.h"
 #include "server/log.h"
+#include "server/serve_until_signal.h"
 #include "server/server.h"
 #include "server/server_options.h"
 #include "server/startup_stop.h"
@@ -54,13 +50,7 @@ int main(int argc, char** argv) {
   // writes: the interpreters copy the environment when the pool starts.
   setenv("MANYPY_LOG_FORMAT", options->log_format.c_str(), 1);
   SetAccessLogFraction(options->access_log_fraction);
-  // Every thread inherits this mask; only main receives the stop signals (sigwait).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, kStepAsideSignal);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  BlockStopSignals();  // before the server's threads start, so that they inherit it
 
   auto server = [&] {
     StartupStop stop_while_starting;  // SIGTERM before the ports accept: exit 0 at once
@@ -74,31 +64,5 @@ int main(int argc, char** argv) {
     Log(LogLevel::kError, server.status().message());
     return 1;
   }
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  const auto grace = std::chrono::seconds(options->grace_period_seconds);
-  const bool step_aside = signal_number == kStepAsideSignal;
-  Log(LogLevel::kInfo, (step_aside ? std::string("SIGUSR2 (the supervisor's SIGHUP restart): a new "
-                                                "serving process took over; accepting no more, "
-                                                "finishing the calls in flight (grace period ")
-                                   : std::string(strsignal(signal_number)) +
-                                         ": draining in-flight requests (grace period ") +
-                           std::to_string(grace.count()) + " s)");
-  // A backstop: whatever hangs (a native call holding a GIL, gRPC), the process ends.
-  std::thread([grace] {
-    std::this_thread::sleep_for(grace + std::chrono::seconds(4));
-    Log(LogLevel::kError, "shutdown did not finish within the grace period; exiting");
-    _exit(1);
-  }).detach();
-  const size_t stuck = step_aside ? (*server)->StepAside(grace) : (*server)->Drain(grace);
-  (*server)->Wait();
-  if (stuck > 0) {
-    Log(LogLevel::kError, std::to_string(stuck) +
-                              " model call(s) still running after the grace period were "
-                              "abandoned (their clients got UNAVAILABLE); exiting without unloading");
-    fflush(nullptr);
-    _exit(1);
-  }
-  Log(LogLevel::kInfo, "stopped");
-  return 0;
+  return ServeUntilSignal(**server, std::chrono::seconds(options->grace_period_seconds));
 }

@@ -1,7 +1,9 @@
 # Runs first in every manypy interpreter, before `site`: routes every
 # extension-module import to this interpreter's private copy of the module
 # (prepared by the host on first import), so each interpreter has its own
-# CPython runtime and module state while all share one libtorch.
+# CPython runtime and module state while all share one libtorch; imports some
+# modules lazily; and applies torch_patches.py to torch's modules as they load.
+# Runs once, in the interpreter's owner thread; its finder, in importing threads.
 import importlib.machinery
 import importlib.util
 import sys
@@ -21,136 +23,6 @@ class _CopiedExtensionLoader(importlib.machinery.ExtensionFileLoader):
     def exec_module(self, module):
         super().exec_module(module)
         module.__file__ = self.original
-
-
-def _no_registration_library(Library):
-    """torch.library.Library for interpreters other than the first (PyTorch 1.x).
-
-    Registrations made by Python go into the one process-wide dispatcher;
-    interpreter 0 already made them, and a second DEF of the same operator
-    raises. Other interpreters keep the API but register nothing. (PyTorch 2.x
-    routes each interpreter's own kernels instead: _tell_keyset.)"""
-
-    class _NoRegistrationLibrary(Library):
-        def __init__(self, ns, kind, dispatch_key=""):
-            self.ns, self.kind, self.dispatch_key, self.m = ns, kind, dispatch_key, None
-            self._op_defs, self._op_impls, self._registration_handles = set(), set(), []
-
-        def define(self, schema, alias_analysis="", *, tags=()):
-            return schema.strip().split("(")[0].strip()
-
-        def impl(self, op_name, fn, dispatch_key="", *args, **kwargs):
-            pass
-
-        def fallback(self, *args, **kwargs):
-            pass
-
-        def _destroy(self):
-            pass
-
-    _NoRegistrationLibrary.__name__ = _NoRegistrationLibrary.__qualname__ = "Library"
-    _NoRegistrationLibrary.__module__ = Library.__module__
-    return _NoRegistrationLibrary
-
-
-def _without_registrations(module):
-    module.Library = _no_registration_library(module.Library)
-
-
-def _after_running(loader, patch):
-    """Runs patch(module) once `loader` has run the module's code."""
-    run = loader.exec_module
-
-    def exec_module(module):
-        run(module)
-        patch(module)
-
-    loader.exec_module = exec_module
-
-
-def _tell_keyset(module):
-    """torch.library, PyTorch 2.x: every interpreter registers its kernels; the
-    host routes each call to the calling interpreter's own (python_kernels.h).
-    Library.impl tells the host whether the kernel takes the dispatch key set."""
-    impl = module.Library.impl
-
-    def impl_telling_keyset(self, op_name, fn, dispatch_key="", *, with_keyset=False, **kwargs):
-        # kwargs: what a later torch adds (2.14: allow_override), passed on as given.
-        _manypy.next_kernel_with_keyset(with_keyset)
-        try:
-            return impl(self, op_name, fn, dispatch_key, with_keyset=with_keyset, **kwargs)
-        finally:
-            _manypy.next_kernel_with_keyset(False)
-
-    impl_telling_keyset.__doc__ = impl.__doc__
-    impl_telling_keyset.__name__ = impl_telling_keyset.__qualname__ = "impl"
-    module.Library.impl = impl_telling_keyset
-
-    # Library._destroy calls the C++ library's reset(), which asserts that
-    # this is the first interpreter (python_dispatch.cpp): drop the reference
-    # instead, and the C++ library goes with its Python object, as reset()
-    # would have made it go (registrations from Python stay: python_kernels.h).
-    destroy = module.Library._destroy
-
-    def destroy_without_reset(self):
-        self.m = None
-        destroy(self)
-
-    destroy_without_reset.__doc__ = destroy.__doc__
-    destroy_without_reset.__name__ = destroy_without_reset.__qualname__ = "_destroy"
-    module.Library._destroy = destroy_without_reset
-
-
-def _tell_torch_version(module):
-    """torch.version, PyTorch 2.x: the host checks torch.__version__ as soon as
-    it is known (torch/__init__.py imports this before torch._C), so the pool
-    starts its other interpreters while interpreter 0 is still importing
-    torch (pool.cc)."""
-    _manypy.call_host("pool.torch_version", str(module.__version__))
-
-
-def _kernels_of_this_interpreter(module):
-    """torch._C, PyTorch 2.x: _dispatch_has_kernel_for_dispatch_key answers for
-    this interpreter. A kernel that only other interpreters registered from
-    Python (the dispatcher holds one router for all) is one this interpreter
-    has not: torch's "already has a Meta kernel" checks (register_fake) must
-    let it register its own."""
-    has_kernel = module._dispatch_has_kernel_for_dispatch_key
-
-    def has_kernel_here(name, dispatch):
-        if not has_kernel(name, dispatch):
-            return False
-        key = dispatch if isinstance(dispatch, str) else dispatch.name
-        return _manypy.python_kernel_registered_here(name, key) != 0
-
-    has_kernel_here.__doc__ = has_kernel.__doc__
-    has_kernel_here.__name__ = has_kernel_here.__qualname__ = has_kernel.__name__
-    module._dispatch_has_kernel_for_dispatch_key = has_kernel_here
-
-
-def _opaque_types_of_this_interpreter(module):
-    """torch._C, PyTorch 2.14: torch._library.opaque_object registers each opaque
-    type's name ("enum.Enum" at import) in one process-wide table of libtorch,
-    which refuses a name registered before ("Type 'enum.Enum' is already
-    registered as an opaque type"). A name another interpreter registered is
-    the same type here; this interpreter registering a name twice still fails."""
-    register = getattr(module, "_register_opaque_type", None)
-    if register is None:
-        return
-    is_registered = module._is_opaque_type_registered
-    mine = set()
-
-    def register_here(name):
-        if name not in mine and is_registered(name):
-            mine.add(name)  # by another interpreter
-            return None
-        result = register(name)
-        mine.add(name)
-        return result
-
-    register_here.__doc__ = register.__doc__
-    register_here.__name__ = register_here.__qualname__ = register.__name__
-    module._register_opaque_type = register_here
 
 
 class _LazyModule(types.ModuleType):
@@ -254,7 +126,7 @@ _lazy_loaders = {}
 # Imported lazily here: PoolOptions::lazy_modules and, on PyTorch 1.x in every
 # interpreter but the one that makes the process-global registrations (and
 # only when lazy imports are on), torch._meta_registrations: there its
-# torch.library registrations are no-ops (_no_registration_library), so
+# torch.library registrations are no-ops (torch_patches.py), so
 # running it at `import torch` would only build Python objects that eager
 # execution does not use. Not on 2.x: each interpreter's meta kernels are
 # its own there (FakeTensorMode, torch.compile), and torch.func's first call
@@ -356,34 +228,6 @@ def _create_private_extension_module(self, spec):
 importlib.machinery.ExtensionFileLoader.create_module = _create_private_extension_module
 
 
-def _one_interpreter_at_a_time(load):
-    """Inductor (PyTorch 2.x) hands its compiled kernel module the address of
-    this interpreter's tensor accessor through a process-wide environment
-    variable read while the module initialises: two interpreters loading
-    kernels at once would each be able to read the other's. An flock on a
-    file opened by each interpreter (its own open file description) makes the
-    variable and the load one step across the process."""
-    import fcntl
-    import os
-    import tempfile
-    path = os.path.join(tempfile.gettempdir(), "manypy-extension-load.lock")
-
-    def locked(cls, path_, key):
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # releases this interpreter's GIL while it waits
-            return load.__func__(cls, path_, key)
-        finally:
-            os.close(fd)  # and with it the lock
-
-    return classmethod(locked)
-
-
-def _patch_inductor_codecache(module):
-    bindings = module.CppPythonBindingsCodeCache
-    bindings._load_library_inner = _one_interpreter_at_a_time(
-        bindings.__dict__["_load_library_inner"])
-
 
 class ManypyExtensionFinder:
     @classmethod
@@ -408,17 +252,9 @@ class ManypyExtensionFinder:
                 isinstance(spec.loader, importlib.machinery.SourceFileLoader)):
             spec.loader = _LazyLoader(spec.loader)
             return spec
-        if name == "torch.library" and _manypy.routes_python_kernels:
-            _after_running(spec.loader, _tell_keyset)
-            return spec
-        if name == "torch.version" and _manypy.routes_python_kernels:
-            _after_running(spec.loader, _tell_torch_version)
-            return spec
-        if name == "torch._inductor.codecache":
-            _after_running(spec.loader, _patch_inductor_codecache)
-            return spec
-        if name == "torch.library" and not _manypy.owns_registrations:
-            _after_running(spec.loader, _without_registrations)
+        patches = _torch_patches.source_patches(name)
+        if patches:
+            _torch_patches.run_after(spec.loader, patches)
             return spec
         if not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
             return spec
@@ -426,9 +262,9 @@ class ManypyExtensionFinder:
         copied = importlib.util.spec_from_file_location(
             name, copy, loader=_CopiedExtensionLoader(name, copy, spec.origin),
             submodule_search_locations=spec.submodule_search_locations)
-        if name == "torch._C" and _manypy.routes_python_kernels:
-            _after_running(copied.loader, _kernels_of_this_interpreter)
-            _after_running(copied.loader, _opaque_types_of_this_interpreter)
+        patches = _torch_patches.extension_patches(name)
+        if patches:
+            _torch_patches.run_after(copied.loader, patches)
         return copied
 
     @classmethod
@@ -449,6 +285,10 @@ def define_module(name, source, filename):
 
 
 _manypy.define_module = define_module
+# torch_patches.py, embedded beside this file and handed over by the host.
+_torch_patches = define_module("manypy_torch_patches", _manypy.torch_patches_source,
+                               "<manypy:manypy_torch_patches>")
+del _manypy.torch_patches_source
 
 # Before the PathFinder (built-in and frozen modules need no copies).
 sys.meta_path.insert(sys.meta_path.index(importlib.machinery.PathFinder), ManypyExtensionFinder)

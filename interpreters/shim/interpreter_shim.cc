@@ -17,6 +17,7 @@ c10::impl::PyInterpreter* getPyInterpreter();
 
 #include "interpreters/python_error.h"
 #include "interpreters/shim/boot_source.h"
+#include "interpreters/shim/torch_patches_source.h"
 #include "interpreters/shim/python_convert.h"
 #include "interpreters/shim/shim_api.h"
 
@@ -265,6 +266,8 @@ void Boot(const ShimConfig& config) {
   PyModule_AddObject(module, "lazy_modules", FrozenSetOf(config.lazy_modules));  // steals it
   PyModule_AddObject(module, "lazy_functions", FrozenSetOf(config.lazy_functions));
   PyModule_AddObject(module, "lazy_values", FrozenSetOf(config.lazy_values));
+  // boot.py defines it as a module: what it changes in torch's modules as they load.
+  PyModule_AddStringConstant(module, "torch_patches_source", kTorchPatchesSource);
   g_interrupted_type = Check(PyErr_NewExceptionWithDoc(
       "_manypy.ExecutionInterrupted",
       "Raised inside a call that ran past its execution limit (the host interrupted it).",

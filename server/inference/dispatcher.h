@@ -33,7 +33,7 @@ class Dispatcher {
     /// manypy-server --run-to-completion-below-us). A frontend thread held
     /// by a call serves no other connection meanwhile; the hand-off to a
     /// worker it saves costs about 30-40 us of CPU and latency
-    /// (docs/benchmarks.md, "Request path overhead"), so 1000 keeps that
+    /// (docs/benchmarks.md, bench-overhead), so 1000 keeps that
     /// risk to calls it is a tenth of at least.
     std::chrono::microseconds run_here_below{0};
     /// With run_here_below set, SubmitOrRunHere runs a call on the submitting
@@ -45,7 +45,7 @@ class Dispatcher {
     /// callback thread all of one read's requests): run here, they would run
     /// one after another on that thread while the workers beside it idle
     /// (the trivial model lost 30% of its throughput at concurrency 16;
-    /// docs/benchmarks.md, "Run to completion at concurrency 16").
+    /// docs/benchmarks.md, bench-overhead's "Run to completion").
     std::chrono::microseconds run_here_quiet{0};
   };
 

@@ -41,9 +41,9 @@ void Dispatcher::RunHere(size_t slot) {
   // requests are answered), so the request just queued runs here unless
   // older work comes first, and nothing runs here when the next model in
   // turn is one only a worker runs. Only one: a longer turn (runs of what
-  // queued meanwhile) cost the trivial model a fifth of its throughput at
-  // concurrency 16 (gRPC flushes a callback thread's writes when its
-  // callback returns, and one thread ran what two cores did: benchmarks.md).
+  // queued meanwhile) holds back the replies already written, since gRPC
+  // flushes a callback thread's writes when its callback returns, and runs
+  // on one thread what the workers would run on every core.
   for (;;) {
     Clock::time_point ignored = Clock::time_point::max();  // a worker keeps the batchers' time
     std::vector<std::pair<std::shared_ptr<DispatchedModel>, RequestPtr>> expired;

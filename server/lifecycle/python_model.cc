@@ -9,8 +9,10 @@
 #include "interpreters/torch_version.h"
 #include "server/lifecycle/archive_traceback.h"
 #include "server/lifecycle/memory_release.h"
+#include "server/lifecycle/model_python_errors.h"
 #include "server/lifecycle/model_runtime.h"
 #include "server/lifecycle/python_heap_measurements.h"
+#include "server/lifecycle/unloaded_model_memory.h"
 #include "server/log.h"
 
 namespace manypy {
@@ -29,23 +31,7 @@ auto CallInterruptibly(InterpreterPool* pool, size_t slot, InterruptHook* hook, 
   return result;
 }
 
-// The whole traceback, for whoever runs the server at --log-level verbose;
-// messages carry only the archive's own frames (archive_traceback.h).
-void LogTraceback(const std::string& what, const PythonError& e) {
-  if (!LogEnabled(LogLevel::kVerbose) || e.traceback().empty()) return;
-  Log(LogLevel::kVerbose, what + " raised " + e.what() + "\n" + e.traceback());
-}
-
 constexpr const char* kRuntimeModule = "manypy_model_runtime";
-// Freed obmalloc arenas an interpreter keeps after a model's unload: none. The
-// cache is there so that serving never munmaps (a TLB shootdown on every
-// core); after an unload the next arena the requests need is mmapped again,
-// and a reserve would only be resident memory beside the budget (make
-// bench-many-models: 4 MiB per interpreter cost 8 MiB of its peak).
-constexpr size_t kArenaReserveBytes = 0;
-// The runtime raises it when the server's Python lacks an extern module.
-constexpr const char* kMissingModulesError = "manypy_model_runtime.MissingModulesError";
-constexpr const char* kCompileToolchainError = "manypy_model_runtime.CompileToolchainError";
 constexpr const char* kUsesCompileEntry = "manypy/uses_torch_compile";
 
 Value EntryPointValue(const EntryPoint& e) {
@@ -70,16 +56,6 @@ Value OutputNames(const Manifest& m) {
   Value::Items names;
   for (const auto& o : m.outputs) names.emplace_back(o.name);
   return Value::List(std::move(names));
-}
-
-// What a load's Python raised, as Prepare reports it.
-Status LoadFailed(const std::string& archive_path, const PythonError& e) {
-  if (e.type() == kMissingModulesError || e.type() == kCompileToolchainError) {
-    return FailedPrecondition("loading " + archive_path + " failed: " + e.message());
-  }
-  LogTraceback("loading " + archive_path, e);
-  return Internal("loading " + archive_path + " failed: " + e.what() +
-                  DescribeArchiveFrames(e.traceback()));
 }
 
 // Runs `work(i)` for every interpreter of `pool` at once, each in a thread of
@@ -246,7 +222,7 @@ Status PythonModel::Prepare(size_t slot) {
     slot_bytes_[slot] = python_bytes + tensor_bytes;
   };
   return pool_->RunAt(slot, load,
-                      [&](const PythonError& e) { return LoadFailed(archive_->path(), e); });
+                      [&](const PythonError& e) { return LoadRaised(archive_->path(), e); });
 }
 
 MemoryFootprint PythonModel::Memory() const {
@@ -310,28 +286,15 @@ PythonModel::~PythonModel() {
 void PythonModel::CollectGarbage(size_t slot) {
   // Called from a destructor: must not throw (RunAt converts every failure).
   // Collection only returns memory sooner; the model is unloaded either way.
-  static_cast<void>(pool_->RunAt(slot, [](InterpreterSession& session) {
-    session.Global("gc", "collect").Call();
-    // CPython's method cache (4096 entries per interpreter) holds a reference
-    // to the name of every attribute looked up on a type: names the model's
-    // load made (its modules', its pickle's) outlive it there, a few hundred
-    // small strings scattered through the arenas its objects filled, and
-    // each one keeps its whole 1 MiB arena. Cleared, those arenas empty and
-    // go (400 loads of 20 models in one interpreter left 6-7 arenas without
-    // it, at most 1 with it); the cache refills on the next lookups.
-    session.Global("sys", "_clear_type_cache").Call();
-    // The memory the model's objects filled goes back to the system: an interpreter
-    // would otherwise keep its Python heap's high-water mark, e.g. the tables
-    // of every model that was ever loaded at once beside others (make
-    // bench-many-models).
-    session.ReturnFreeMemory(kArenaReserveBytes);
-  }));
+  static_cast<void>(pool_->RunAt(slot, ReturnUnloadedModelMemory));
 }
 
 StatusOr<std::vector<Value>> PythonModel::Call(const std::vector<Value>& inputs) const {
   std::string error_type;
   return RunPython([&] { return runner_.Call({Value::List(inputs)}).items(); },
-                   [&](const PythonError& e) { return ModelRaised(e, &error_type); });
+                   [&](const PythonError& e) {
+                     return ModelRaised(manifest().name, e, &error_type);
+                   });
 }
 
 StatusOr<std::vector<Value>> PythonModel::Run(size_t slot, const std::vector<Value>& inputs,
@@ -347,23 +310,8 @@ StatusOr<std::vector<Value>> PythonModel::RunReportingError(size_t slot,
   return CallInterruptibly(pool_, slot, hook, [&](InterpreterSession& session) {
     return RunPython(
         [&] { return runner_.In(session).Call({Value::List(inputs)}).ToValue().items(); },
-        [&](const PythonError& e) { return ModelRaised(e, error_type); });
+        [&](const PythonError& e) { return ModelRaised(manifest().name, e, error_type); });
   });
-}
-
-Status PythonModel::ModelRaised(const PythonError& e, std::string* error_type) const {
-  if (!e.from_python()) return Internal("model '" + manifest().name + "' failed: " + e.what());
-  *error_type = e.type();
-  // sys.exit() in a model ends that call, not the server: SystemExit is
-  // an exception like any other until it reaches the top of a program,
-  // and a model's forward is never that.
-  const char* exit_note =
-      e.type() == "SystemExit"
-          ? " (the model called sys.exit; the server and this interpreter serve on)"
-          : "";
-  LogTraceback("model '" + manifest().name + "'", e);
-  return Internal("model '" + manifest().name + "' raised " + e.what() +
-                  DescribeArchiveFrames(e.traceback()) + exit_note);
 }
 
 Status PythonModel::RunStream(size_t slot, const std::vector<Value>& inputs, InterruptHook* hook,
@@ -400,8 +348,9 @@ Status PythonModel::RunStream(size_t slot, const std::vector<Value>& inputs, Int
       arm();
     }
   };
-  Status status = RunPython(stream_outputs,
-                            [&](const PythonError& e) { return ModelRaised(e, error_type); });
+  Status status = RunPython(stream_outputs, [&](const PythonError& e) {
+    return ModelRaised(manifest().name, e, error_type);
+  });
   hook->Disarm();
   session.EndInterruptible(token);
   return status;
@@ -415,7 +364,7 @@ Status PythonModel::StartBatchedStream(size_t slot, uint64_t key, const std::vec
           batch_.In(session).Attr("start").Call(
               {Value(static_cast<int64_t>(key)), Value::List(inputs)});
         },
-        [&](const PythonError& e) { return ModelRaised(e, error_type); });
+        [&](const PythonError& e) { return ModelRaised(manifest().name, e, error_type); });
   });
 }
 
@@ -430,7 +379,7 @@ StatusOr<std::vector<StreamStep>> PythonModel::StepBatchedStreams(size_t slot,
         [&] {
           return batch_.In(session).Attr("step").Call({Value::List(std::move(key_values))}).ToValue();
         },
-        [&](const PythonError& e) { return ModelRaised(e, error_type); });
+        [&](const PythonError& e) { return ModelRaised(manifest().name, e, error_type); });
   });
   if (!result.ok()) return result.status();
   // The runtime answers [outputs or None, finished, error or None] per key.

@@ -115,10 +115,6 @@ class PythonModel final : public Executable {
 
   /// Runs interpreter `slot`'s cyclic garbage collector (never throws).
   void CollectGarbage(size_t slot);
-  /// The INTERNAL status for the model's exception `e` (logging its whole
-  /// traceback at verbose); its type goes to `*error_type`. For a failure
-  /// on the host side (PythonError::Host), "failed" and no type.
-  Status ModelRaised(const PythonError& e, std::string* error_type) const;
 
   // Constant after Load.
   InterpreterPool* const pool_;

@@ -27,6 +27,7 @@ import zipfile
 
 from . import manifest as _manifest
 from .cli_inspect import cmd_inspect
+from .manifest_tensors import parse_tensor_arg
 
 CHECKER = "manypy-archive-check"
 
@@ -107,8 +108,8 @@ def _dynamic_dims(values):
 def cmd_create(args):
     from . import package  # imports torch: only for create
 
-    inputs = [_manifest.parse_tensor_arg(t, f"--input[{i}]") for i, t in enumerate(args.input)]
-    outputs = [_manifest.parse_tensor_arg(t, f"--output[{i}]") for i, t in enumerate(args.output)] or None
+    inputs = [parse_tensor_arg(t, f"--input[{i}]") for i, t in enumerate(args.input)]
+    outputs = [parse_tensor_arg(t, f"--output[{i}]") for i, t in enumerate(args.output)] or None
     if not inputs:
         raise ValueError("--input: at least one input is required (NAME:DTYPE:D1,D2,...)")
     module_name, function = _parse_factory(args.factory, args.model_file)

@@ -10,6 +10,10 @@ import platform as _platform
 import re
 
 from . import openai_spec as _openai
+from .manifest_checks import (check_int as _check_int, check_keys as _check_keys,
+                              check_string as _check_string, fail as _fail, is_int as _is_int)
+from .manifest_tensors import tensor_specs
+from .manifest_tensors import validate_tensor_list as _validate_tensor_list
 
 SCHEMA_VERSION = 2  # written; every version from 1 up is read
 SCHEMA_VERSIONS = (1, 2)
@@ -27,16 +31,9 @@ _PLATFORM_KINDS = {TORCHSCRIPT_PLATFORM: "torchscript", AOTI_PLATFORM: "aoti"}
 MANIFEST_PACKAGE = "manypy"
 MANIFEST_RESOURCE = "manifest.json"
 
-# Open Inference Protocol datatype names, in the order SCHEMA.md lists them.
-DATATYPES = (
-    "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
-    "INT64", "FP16", "BF16", "FP32", "FP64", "BYTES",
-)
-
 MAX_BATCH_SIZE_LIMIT = 65536
 
 _MODEL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-_TENSOR_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 _DEVICE_RE = re.compile(r"^(cpu|cuda|cuda:[0-9]+)$")
 _MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -52,7 +49,6 @@ _TOP_LEVEL_FIELDS = {
 }  # field -> required (packaged_with: required from schema version 2)
 _PACKAGED_WITH_FIELDS = ("torch", "python", "manypy")
 _VERSION_RE = re.compile(r"^[0-9][A-Za-z0-9.+_-]{0,63}$")
-_TENSOR_FIELDS = ("name", "datatype", "shape")
 _BATCHING_FIELDS = ("dynamic", "preferred_batch_sizes", "max_queue_delay_microseconds")
 _ENTRY_FIELDS = {
     "pickle": ("kind", "package", "resource"),
@@ -61,109 +57,6 @@ _ENTRY_FIELDS = {
     "aoti": ("kind", "package", "resource"),
 }
 _RESOURCE_FIELDS = ("package", "resource")
-
-
-def _fail(field, message):
-    raise ValueError(f"{field}: {message}")
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_keys(obj, allowed, field):
-    unknown = sorted(set(obj) - set(allowed))
-    if unknown:
-        where = f"{field}." if field else ""
-        _fail(f"{where}{unknown[0]}", "unknown field (allowed: %s)" % ", ".join(allowed))
-
-
-def _check_string(value, field, pattern=None, what="a string"):
-    if not isinstance(value, str):
-        _fail(field, f"must be {what}, got {type(value).__name__} {value!r}")
-    if pattern is not None and not pattern.match(value):
-        _fail(field, f"invalid value {value!r} (must match {pattern.pattern})")
-
-
-def _check_int(value, field, lo=None, hi=None):
-    if not _is_int(value):
-        _fail(field, f"must be an integer, got {type(value).__name__} {value!r}")
-    if lo is not None and value < lo:
-        _fail(field, f"must be >= {lo}, got {value}")
-    if hi is not None and value > hi:
-        _fail(field, f"must be <= {hi}, got {value}")
-
-
-def tensor_spec(spec, field="tensor"):
-    """Normalizes one tensor spec: a dict {"name","datatype","shape"} or a
-    tuple (name, datatype, shape). Returns a new validated dict."""
-    if isinstance(spec, dict):
-        _check_keys(spec, _TENSOR_FIELDS, field)
-        missing = [k for k in _TENSOR_FIELDS if k not in spec]
-        if missing:
-            _fail(f"{field}.{missing[0]}", "required field is missing")
-        out = {"name": spec["name"], "datatype": spec["datatype"], "shape": spec["shape"]}
-    elif isinstance(spec, (tuple, list)) and len(spec) == 3:
-        out = {"name": spec[0], "datatype": spec[1], "shape": spec[2]}
-    else:
-        _fail(field, f"must be a dict {{'name','datatype','shape'}} or a (name, datatype, shape) tuple, got {spec!r}")
-    if isinstance(out["datatype"], str):
-        out["datatype"] = out["datatype"].upper()
-    if isinstance(out["shape"], tuple):
-        out["shape"] = list(out["shape"])
-    _validate_tensor(out, field)
-    return out
-
-
-def tensor_specs(specs, field):
-    """Normalizes a list of tensor specs (see tensor_spec)."""
-    if specs is None or isinstance(specs, (str, bytes, dict)) or not hasattr(specs, "__iter__"):
-        _fail(field, f"must be a non-empty list of tensor specs, got {specs!r}")
-    return [tensor_spec(s, f"{field}[{i}]") for i, s in enumerate(specs)]
-
-
-def parse_tensor_arg(text, field="tensor"):
-    """Parses the CLI form NAME:DTYPE:D1,D2,... (an empty dims part means a
-    scalar: NAME:DTYPE:)."""
-    parts = text.rsplit(":", 2)
-    if len(parts) != 3:
-        _fail(field, f"expected NAME:DTYPE:D1,D2,..., got {text!r}")
-    name, dtype, dims = parts
-    try:
-        shape = [int(d) for d in dims.split(",")] if dims.strip() else []
-    except ValueError:
-        _fail(f"{field}.shape", f"dimensions must be integers (-1 for variable), got {dims!r}")
-    return tensor_spec({"name": name, "datatype": dtype, "shape": shape}, field)
-
-
-def _validate_tensor(spec, field):
-    if not isinstance(spec, dict):
-        _fail(field, f"must be an object, got {type(spec).__name__}")
-    _check_keys(spec, _TENSOR_FIELDS, field)
-    for key in _TENSOR_FIELDS:
-        if key not in spec:
-            _fail(f"{field}.{key}", "required field is missing")
-    _check_string(spec["name"], f"{field}.name", _TENSOR_NAME_RE)
-    datatype = spec["datatype"]
-    if not isinstance(datatype, str) or datatype not in DATATYPES:
-        _fail(f"{field}.datatype", f"unknown datatype {datatype!r} (expected one of {' '.join(DATATYPES)})")
-    shape = spec["shape"]
-    if not isinstance(shape, list):
-        _fail(f"{field}.shape", f"must be a list of integers, got {shape!r}")
-    for j, dim in enumerate(shape):
-        if not _is_int(dim) or not (dim >= 1 or dim == -1):
-            _fail(f"{field}.shape", f"dimension {j} is {dim!r}; each must be >= 1 or -1 (variable)")
-
-
-def _validate_tensor_list(specs, field):
-    if not isinstance(specs, list) or not specs:
-        _fail(field, "must be a non-empty list of {name, datatype, shape}")
-    seen = set()
-    for i, spec in enumerate(specs):
-        _validate_tensor(spec, f"{field}[{i}]")
-        if spec["name"] in seen:
-            _fail(f"{field}[{i}].name", f"duplicate tensor name {spec['name']!r}")
-        seen.add(spec["name"])
 
 
 def _validate_resource(obj, field):

@@ -9,6 +9,7 @@ REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "package_format", "python"))
 
 from manypy import manifest as M  # noqa: E402
+from manypy.manifest_tensors import parse_tensor_arg  # noqa: E402
 
 GOOD = {
     "schema_version": 1,
@@ -222,12 +223,12 @@ class ManifestTest(unittest.TestCase):
             M.build_manifest("net", 1, {"kind": "pickle"}, [("X", "FP32")], [("Y", "FP32", [4])])
 
     def test_parse_tensor_arg(self):
-        self.assertEqual(M.parse_tensor_arg("INPUT__0:FP32:3,224,224"),
+        self.assertEqual(parse_tensor_arg("INPUT__0:FP32:3,224,224"),
                          {"name": "INPUT__0", "datatype": "FP32", "shape": [3, 224, 224]})
-        self.assertEqual(M.parse_tensor_arg("a:b:int64:-1"),
+        self.assertEqual(parse_tensor_arg("a:b:int64:-1"),
                          {"name": "a:b", "datatype": "INT64", "shape": [-1]})
         with self.assertRaisesRegex(ValueError, r"shape"):
-            M.parse_tensor_arg("X:FP32:3,x")
+            parse_tensor_arg("X:FP32:3,x")
 
     def test_dumps_round_trip(self):
         self.assertEqual(M.loads(M.dumps(GOOD)), GOOD)
