@@ -115,11 +115,6 @@ void CheckDecoded(const inference::ModelInferRequest& wire, const Variant& model
 
 }  // namespace
 
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
-                                          unsigned int seed) {
-  return manypy::fuzz::MutateDeep(data, size, max_size, seed, manypy::fuzz::JsonGrammar());
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const Variant& model = VariantFor((data[0] & 2) != 0, (data[0] & 1) != 0);

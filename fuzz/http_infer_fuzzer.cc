@@ -69,11 +69,6 @@ void EchoResponse(const HttpInferRequest& request) {
 // No region is registered: a request naming one is refused as a client error.
 const manypy::SharedMemoryRegions kNoRegions;
 
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
-                                          unsigned int seed) {
-  return manypy::fuzz::MutateDeep(data, size, max_size, seed, manypy::fuzz::JsonGrammar());
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<size_t> json_length;
   std::string_view body;

@@ -10,11 +10,6 @@
 #include "fuzz/fuzz_check.h"
 #include "package_format/manifest.h"
 
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
-                                          unsigned int seed) {
-  return manypy::fuzz::MutateDeep(data, size, max_size, seed, manypy::fuzz::JsonGrammar());
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace manypy;
   const std::string text(reinterpret_cast<const char*>(data), size);
