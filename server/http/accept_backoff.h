@@ -22,21 +22,39 @@ class AcceptBackoff {
     return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
   }
 
-  /// After a transient failure: how long to wait before the next accept
-  /// (10 ms, doubling to 1 s). `*first` says whether it begins an episode, the
-  /// one time to log.
-  std::chrono::milliseconds Failed(bool* first) {
-    *first = failures_ == 0;
+  /// An episode that begins within this of the start of the last one said is
+  /// not said: with descriptors at the edge (one freed, taken by an accept,
+  /// freed again) each accepted connection would otherwise log two lines.
+  static constexpr std::chrono::seconds kQuietAfterSaying{60};
+
+  struct Wait {
+    std::chrono::milliseconds wait;  ///< before the next accept: 10 ms, doubling to 1 s
+    bool say;  ///< it begins an episode, and none was said within kQuietAfterSaying
+  };
+
+  /// After a transient failure at `now` (a steady clock's).
+  Wait Failed(std::chrono::steady_clock::time_point now) {
+    bool say = false;
+    if (failures_ == 0) {
+      say = !said_any_ || now - last_said_ >= kQuietAfterSaying;
+      episode_said_ = say;
+      if (say) {
+        said_any_ = true;
+        last_said_ = now;
+      }
+    }
     ++failures_;
     const auto wait = wait_;
     wait_ = std::min(wait_ * 2, kLongestWait);
-    return wait;
+    return {wait, say};
   }
 
-  /// After an accept succeeds: the failures of the episode it ends (0: none).
+  /// After an accept succeeds: the failures of the episode it ends, when that
+  /// episode was said (0: no episode, or one not said).
   int64_t Succeeded() {
-    const int64_t ended = failures_;
+    const int64_t ended = episode_said_ ? failures_ : 0;
     failures_ = 0;
+    episode_said_ = false;
     wait_ = kFirstWait;
     return ended;
   }
@@ -44,6 +62,9 @@ class AcceptBackoff {
  private:
   int64_t failures_ = 0;
   std::chrono::milliseconds wait_ = kFirstWait;
+  bool episode_said_ = false;
+  bool said_any_ = false;
+  std::chrono::steady_clock::time_point last_said_;
 };
 
 }  // namespace manypy

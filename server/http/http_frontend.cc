@@ -106,16 +106,16 @@ void HttpFrontend::Accept() {
 void HttpFrontend::WaitThenAccept(const boost::system::error_code& ec) {
   // Retrying at once would fail at once: the connection stays queued in the
   // kernel, and the loop would spin on a core logging each failure.
-  bool first = false;
-  const auto wait = io_->backoff.Failed(&first);
-  if (first) {
-    io_->backoff_began = std::chrono::steady_clock::now();
+  const auto now = std::chrono::steady_clock::now();
+  const AcceptBackoff::Wait wait = io_->backoff.Failed(now);
+  if (wait.say) {
+    io_->backoff_began = now;
     Log(LogLevel::kWarning, "HTTP: cannot accept connections: " + ec.message() +
                                 " (open-file limit " + std::to_string(OpenFileSoftLimit()) +
                                 "); retrying after 10 ms, doubling to 1 s, until one is accepted "
-                                "(logged once)");
+                                "(logged once, and at most once a minute)");
   }
-  io_->retry.expires_after(wait);
+  io_->retry.expires_after(wait.wait);
   io_->retry.async_wait([this](boost::system::error_code waited) {
     if (!waited && io_->acceptor.is_open()) Accept();
   });

@@ -20,6 +20,7 @@
 #include "tests/test_util/http_client.h"
 #include "tests/test_util/metrics_scrape.h"
 #include "tests/test_util/process_tree.h"
+#include "tests/test_util/raw_connection.h"
 #include "tests/test_util/server_fixture.h"
 
 namespace manypy {
@@ -32,18 +33,6 @@ using namespace std::chrono_literals;
 const char* kTwoIoJson = R"({"inputs": [
   {"name": "INPUT_A", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]},
   {"name": "INPUT_B", "shape": [4], "datatype": "INT64", "data": [10, 20, 30, 40]}]})";
-
-/// A TCP connection to 127.0.0.1:`port` that sends nothing; -1 if refused.
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(static_cast<uint16_t>(port));
-  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0) return fd;
-  if (fd >= 0) close(fd);
-  return -1;
-}
 
 /// Of `fds`, how many the server has closed within `wait` (end of stream or a
 /// reset; bytes it sent, as gRPC's settings frame, do not count).
@@ -202,8 +191,8 @@ TEST_F(ConnectionFaultTest, DescriptorsRunningOutNeitherSpinNorFloodTheLogAndCom
   std::vector<int> http_idle, grpc_idle;
   const size_t log_before = LogSize();
   for (int i = 0; i < flood; ++i) {
-    if (int fd = Connect(server_.http_port()); fd >= 0) http_idle.push_back(fd);
-    if (int fd = Connect(std::stoi(server_.address().substr(10))); fd >= 0) grpc_idle.push_back(fd);
+    if (int fd = testing::ConnectRaw(server_.http_port()); fd >= 0) http_idle.push_back(fd);
+    if (int fd = testing::ConnectRaw(std::stoi(server_.address().substr(10))); fd >= 0) grpc_idle.push_back(fd);
   }
   const double cpu_before = CpuSeconds(serving);
   std::this_thread::sleep_for(2s);
@@ -298,7 +287,7 @@ TEST_F(ConnectionFaultTest, SlowSendersLyingLengthsAndStormsLeaveNothingBehind) 
   // off at --http-read-timeout; a normal client is served meanwhile.
   constexpr int kSlow = 100;
   std::vector<int> slow;
-  for (int i = 0; i < kSlow; ++i) slow.push_back(Connect(server_.http_port()));
+  for (int i = 0; i < kSlow; ++i) slow.push_back(testing::ConnectRaw(server_.http_port()));
   const auto began = Clock::now();
   std::vector<double> cut_after(kSlow, -1);
   int cut = 0;

@@ -83,26 +83,48 @@ TEST(RaiseOpenFileLimitTest, TheSoftLimitRisesToTheHardOne) {
 }
 
 TEST(AcceptBackoffTest, WaitsDoubleToOneSecondAndAnEpisodeIsSaidOnce) {
+  const auto t0 = std::chrono::steady_clock::now();
   AcceptBackoff backoff;
   EXPECT_EQ(backoff.Succeeded(), 0);  // no episode
   std::vector<int64_t> waits;
-  int firsts = 0;
+  int said = 0;
   for (int i = 0; i < 10; ++i) {
-    bool first = false;
-    waits.push_back(backoff.Failed(&first).count());
-    firsts += first;
+    const AcceptBackoff::Wait wait = backoff.Failed(t0 + milliseconds(i));
+    waits.push_back(wait.wait.count());
+    said += wait.say;
   }
   EXPECT_EQ(waits, (std::vector<int64_t>{10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000}));
-  EXPECT_EQ(firsts, 1);
+  EXPECT_EQ(said, 1);
   EXPECT_EQ(backoff.Succeeded(), 10);
-  bool first = false;
-  EXPECT_EQ(backoff.Failed(&first), milliseconds(10));  // a new episode starts over
-  EXPECT_TRUE(first);
+  // A new episode a minute after the last said starts over and is said.
+  const AcceptBackoff::Wait next = backoff.Failed(t0 + AcceptBackoff::kQuietAfterSaying);
+  EXPECT_EQ(next.wait, milliseconds(10));
+  EXPECT_TRUE(next.say);
   EXPECT_TRUE(AcceptBackoff::Transient(EMFILE));
   EXPECT_TRUE(AcceptBackoff::Transient(ENFILE));
   EXPECT_TRUE(AcceptBackoff::Transient(ENOBUFS));
   EXPECT_TRUE(AcceptBackoff::Transient(ENOMEM));
   EXPECT_FALSE(AcceptBackoff::Transient(ECONNABORTED));
+}
+
+TEST(AcceptBackoffTest, EpisodesAtTheEdgeWithinAMinuteOfTheLastSaidAreNotSaid) {
+  // Descriptors at the edge: each accept takes the one freed, the next fails.
+  const auto t0 = std::chrono::steady_clock::now();
+  AcceptBackoff backoff;
+  EXPECT_TRUE(backoff.Failed(t0).say);
+  EXPECT_EQ(backoff.Succeeded(), 1);
+  int said = 0, ends_said = 0;
+  for (int i = 1; i <= 20; ++i) {
+    const AcceptBackoff::Wait wait = backoff.Failed(t0 + milliseconds(100 * i));
+    EXPECT_EQ(wait.wait, milliseconds(10));  // each episode still starts at 10 ms
+    said += wait.say;
+    ends_said += backoff.Succeeded() != 0;
+  }
+  EXPECT_EQ(said, 0);
+  EXPECT_EQ(ends_said, 0);
+  // Past the minute, the next episode is said again.
+  EXPECT_TRUE(backoff.Failed(t0 + AcceptBackoff::kQuietAfterSaying + milliseconds(1)).say);
+  EXPECT_EQ(backoff.Succeeded(), 1);
 }
 
 }  // namespace

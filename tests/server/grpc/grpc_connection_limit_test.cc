@@ -14,27 +14,16 @@
 #include <thread>
 
 #include "proto/health.grpc.pb.h"
+#include "tests/test_util/raw_connection.h"
 
 namespace manypy {
 namespace {
 
 using std::chrono::steady_clock;
 
-// A raw TCP connection to 127.0.0.1:`port`; -1 when refused.
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
-  close(fd);
-  return -1;
-}
-
 // Whether the server ends a raw connection without a byte (within 10 s).
 bool ClosedAtOnce(int port) {
-  int fd = Connect(port);
+  int fd = testing::ConnectRaw(port);
   if (fd < 0) return false;
   timeval ten_seconds{10, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &ten_seconds, sizeof(ten_seconds));
@@ -146,7 +135,7 @@ TEST_F(GrpcConnectionLimitTest, StopEndsAcceptingPromptlyAndLeavesOpenConnection
   limit_->Stop();
   limit_->Stop();  // idempotent
   EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(1));
-  EXPECT_EQ(Connect(port_), -1);  // the port is closed
+  EXPECT_EQ(testing::ConnectRaw(port_), -1);  // the port is closed
   EXPECT_TRUE(Check(open).ok());
 }
 
