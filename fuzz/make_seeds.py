@@ -19,7 +19,7 @@ import argparse
 import io
 import json
 import pathlib
-import shutil
+import re
 import struct
 import sys
 import zipfile
@@ -413,6 +413,17 @@ def infer_request_deep_seeds(pb, out):
     write(out, "depth_%d_groups_in_input.pb" % LIMIT, base + delimited(5, tensor + groups(LIMIT)))
 
 
+def drop_written_seeds(folder):
+    """Removes the seeds this script writes from `folder`, keeping the corpus entries
+    a fuzz run added and someone committed (libFuzzer names them by their SHA-1: 40
+    hex digits), which nothing here could write again."""
+    if not folder.is_dir():
+        return
+    for f in folder.iterdir():
+        if not re.fullmatch(r"[0-9a-f]{40}", f.name):
+            f.unlink()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--proto-python", required=True,
@@ -423,8 +434,8 @@ def main():
 
     targets = ("infer_request", "http_infer", "manifest", "archive", "openai_request",
                "generate_request", "json_bodies")
-    for target in targets:  # rewritten from scratch, so a dropped seed does not linger
-        shutil.rmtree(HERE / target / "seeds", ignore_errors=True)
+    for target in targets:  # rewritten, so a dropped seed does not linger
+        drop_written_seeds(HERE / target / "seeds")
     infer_request_seeds(pb, HERE / "infer_request" / "seeds")
     infer_request_deep_seeds(pb, HERE / "infer_request" / "seeds")
     http_infer_seeds(HERE / "http_infer" / "seeds")
