@@ -8,6 +8,9 @@
 
 #include "interpreters/host_services.h"
 #include "interpreters/python_kernels.h"
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+#include "interpreters/global_py_interpreter.h"
+#endif
 
 namespace manypy {
 
@@ -27,8 +30,21 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::Start(ImagePreparer* prepare
     booted.set_value(std::move(status));
     if (!ok) return;
     MutexLock lock(self->mu_);
-    self->cv_.wait(lock.native(), [self]() REQUIRES(self->mu_) { return self->stop_; });
+    while (true) {
+      self->cv_.wait(lock.native(),
+                     [self]() REQUIRES(self->mu_) { return self->stop_ || self->drain_; });
+      if (self->stop_) break;
+      self->drain_ = false;
+      lock.Unlock();
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+      DrainDeferredDecrefs(self->global_member_);  // this thread holds no GIL
+#endif
+      lock.Lock();
+    }
     lock.Unlock();
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+    if (self->global_member_ >= 0) LeaveGlobalPyInterpreter(self->global_member_);
+#endif
     if (self->torch_interpreter_ != nullptr) RemoveTorchInterpreter(self->torch_interpreter_);
     self->shim_->Finalize();
     if (self->arenas_ != nullptr) self->arenas_->Drain();
@@ -46,6 +62,10 @@ Status Interpreter::Boot() {
   auto image = preparer_->PrepareInterpreter(slot_);
   if (!image.ok()) return image.status();
 
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+  // Before this interpreter's copy of libtorch_python loads (with the shim).
+  if (Status hooks = InstallGlobalPyInterpreter(); !hooks.ok()) return hooks;
+#endif
   // RTLD_LOCAL: this runtime's symbols stay out of the global scope, so the
   // next interpreter's copies bind to their own libpython, not this one.
   // The handles are never closed: libtorch keeps pointers into these copies.
@@ -73,6 +93,9 @@ Status Interpreter::Boot() {
   config.callbacks.prepare_extension = &Interpreter::PrepareExtension;
   config.callbacks.call_host = &Interpreter::CallHost;
   config.callbacks.torch_interpreter = &Interpreter::AddTorchInterpreter;
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+  config.callbacks.torch_objects = &Interpreter::AddTorchObjects;
+#endif
   config.callbacks.next_python_kernel_with_keyset = &SetNextPythonKernelWithKeyset;
   config.callbacks.python_kernel_registered_by = [](const char* op, const char* key,
                                                     const void* py_interpreter) {
@@ -89,6 +112,9 @@ Status Interpreter::Boot() {
   shim_ = create(&config, &error);
   on_torch_version_ = nullptr;  // what it refers to may not outlive Start
   if (shim_ == nullptr) {
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+    if (global_member_ >= 0) LeaveGlobalPyInterpreter(global_member_);  // its runtime is gone
+#endif
     if (torch_interpreter_ != nullptr) RemoveTorchInterpreter(torch_interpreter_);
     return Internal("interpreter " + std::to_string(options_.index) + " failed to start: " + error);
   }
@@ -140,7 +166,40 @@ bool Interpreter::CallHost(void* self, const char* service, const Value* request
 void Interpreter::AddTorchInterpreter(void* self, const void* py_interpreter,
                                       int (*thread_state)()) {
   static_cast<Interpreter*>(self)->torch_interpreter_ = py_interpreter;
+  static_cast<Interpreter*>(self)->thread_state_ = thread_state;
   manypy::AddTorchInterpreter(py_interpreter, thread_state);
+}
+
+void Interpreter::AddTorchObjects(void* self, const void* type_type, void* (*save_thread)(),
+                                  void (*restore_thread)(void*)) {
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+  auto* interp = static_cast<Interpreter*>(self);
+  GlobalInterpreterMember member;
+  member.type_type = type_type;
+  member.py_interpreter = interp->torch_interpreter_;
+  member.thread_state = interp->thread_state_;
+  member.save_thread = save_thread;
+  member.restore_thread = restore_thread;
+  member.wake = &Interpreter::WakeForDecrefs;
+  member.wake_context = self;
+  interp->global_member_ = JoinGlobalPyInterpreter(member);
+  if (interp->global_member_ < 0) {
+    // Thousands of interpreters in one process: stop rather than misroute.
+    fprintf(stderr, "manypy: too many interpreters for libtorch's routing table\n");
+    abort();
+  }
+#else
+  (void)self, (void)type_type, (void)save_thread, (void)restore_thread;
+#endif
+}
+
+void Interpreter::WakeForDecrefs(void* self) {
+  auto* interp = static_cast<Interpreter*>(self);
+  {
+    MutexLock lock(interp->mu_);
+    interp->drain_ = true;
+  }
+  interp->cv_.notify_one();
 }
 
 bool Interpreter::PrepareExtension(void* self, const char* module, const char* origin, char* out,

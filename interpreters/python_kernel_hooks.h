@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/PyInterpreter.h>
 
 #include <string>
 #include <vector>
@@ -16,6 +17,12 @@ using RegisterDefFn = c10::RegistrationHandleRAII (*)(c10::Dispatcher*, c10::Fun
 using RegisterImplFn = c10::RegistrationHandleRAII (*)(
     c10::Dispatcher*, c10::OperatorName, std::optional<c10::DispatchKey>, c10::KernelFunction,
     std::optional<c10::impl::CppSignature>, std::unique_ptr<c10::FunctionSchema>, std::string);
+
+/// The libtorch_python copy of the interpreter the calling thread runs
+/// Python in (its GIL, else its session's, else the only one it has a thread
+/// state in), or null. global_py_interpreter.cc routes calls that name no
+/// object so.
+const c10::impl::PyInterpreter* CallingPyInterpreter();
 
 /// Whether a definition or kernel comes from torch.library (Python).
 bool IsPythonRegistration(const std::string& debug);

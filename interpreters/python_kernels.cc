@@ -17,6 +17,9 @@
 #include <c10/core/impl/TorchDispatchModeTLS.h>
 
 #include "interpreters/python_kernel_hooks.h"
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+#include "interpreters/global_py_interpreter.h"
+#endif
 #endif
 
 // Why (PyTorch 2.x, docs/debian13.md trap 5): a kernel registered from Python
@@ -155,9 +158,10 @@ const c10::impl::PyInterpreter* HomeOf(const c10::OperatorHandle& op,
     c10::TensorImpl* impl = v.unsafeToTensorImpl();
     if (!impl->key_set().has(c10::DispatchKey::Python)) return nullptr;
 #if MANYPY_TORCH_GLOBAL_INTERPRETER
-    // PyTorch >= 2.9: no tag says which interpreter made the tensor (the
-    // pool refuses these releases for now, docs/debian14.md).
-    return nullptr;
+    // PyTorch >= 2.9: no tag; the wrapper's type says which interpreter made
+    // it (global_py_interpreter.h).
+    return static_cast<const c10::impl::PyInterpreter*>(
+        OwnerPyInterpreter(impl->pyobj_slot()->load_pyobj()));
 #else
     return impl->pyobj_slot()->pyobj_interpreter();
 #endif
@@ -206,6 +210,8 @@ class Router final : public c10::OperatorKernel {
 }  // namespace
 
 namespace detail {
+
+const c10::impl::PyInterpreter* CallingPyInterpreter() { return CallingInterpreter(); }
 
 bool IsPythonRegistration(const std::string& debug) {
   // torch._C._dispatch_library makes every Library from Python with file "/dev/null".

@@ -36,19 +36,17 @@ Status CheckTorchVersion(const std::string& imported, const std::string& built_w
         " is not supported: the interpreter pool needs PyTorch >= 1.9, whose TensorImpl keeps a "
         "per-interpreter PyObject tag (c10/core/impl/PyObjectSlot.h)");
   }
-  if (!(v < TorchVersion{2, 9})) {
-    // What is missing is written down in docs/debian14.md (issue 56).
-    return FailedPrecondition(
-        "PyTorch " + imported +
-        " is not supported by the interpreter pool yet: 1.9 <= PyTorch < 2.9 keep a per-interpreter "
-        "PyObject tag on TensorImpl (c10/core/impl/PyObjectSlot.h); from 2.9 on libtorch has one "
-        "process-global Python interpreter (c10::impl::getGlobalPyInterpreter, the first "
-        "\"PyInterpreterHooks\" registered), so every interpreter's tensors would have their "
-        "reference counts changed through the first interpreter's libtorch_python. Missing: manypy's "
-        "own PyInterpreterHooks, registered before any libtorch_python loads, routing each object "
-        "to the interpreter that owns it (docs/debian14.md)");
-  }
   TorchVersion b = TorchVersion::Parse(built_with);
+  if (!(v < TorchVersion{2, 9}) && b < TorchVersion{2, 9}) {
+    // The routing that 2.9 and later need is built only against such a
+    // libtorch (interpreters/CMakeLists.txt, global_py_interpreter.h).
+    return FailedPrecondition(
+        "PyTorch " + imported + " is not supported by this build of manypy: from 2.9 on libtorch "
+        "has one process-global Python interpreter (c10::impl::getGlobalPyInterpreter) instead of "
+        "a per-interpreter PyObject tag on TensorImpl, and manypy routes each object to its "
+        "interpreter only when built against such a libtorch (this one: " + built_with +
+        "): rebuild manypy against this libtorch");
+  }
   if (b.major != v.major || b.minor != v.minor) {
     return FailedPrecondition("the interpreters import PyTorch " + imported +
                               " but manypy was built against libtorch " + built_with +

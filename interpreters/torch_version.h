@@ -23,13 +23,14 @@ struct TorchVersion {
   }
 };
 
-/// Ok for 1.9 <= version < 2.9: the releases that keep the per-interpreter
-/// PyObject tag on TensorImpl (c10/core/impl/PyObjectSlot.h) the pool relies
-/// on; otherwise FailedPrecondition naming the version and why (from 2.9 on:
-/// what the pool lacks there, docs/debian14.md). `built_with`
-/// is the libtorch version manypy was compiled against; a different
-/// major.minor at run time is refused too (the host and libtorch_python's
-/// copies would disagree on the C++ ABI).
+/// Ok for 1.9 <= version: 1.9 .. 2.8 keep the per-interpreter PyObject tag
+/// on TensorImpl (c10/core/impl/PyObjectSlot.h) the pool relies on there;
+/// from 2.9 on the host routes libtorch's one global Python interpreter
+/// (global_py_interpreter.h), built only against such a libtorch. Otherwise
+/// FailedPrecondition naming the version and why. `built_with` is the
+/// libtorch version manypy was compiled against; a different major.minor at
+/// run time is refused too (the host and libtorch_python's copies would
+/// disagree on the C++ ABI).
 Status CheckTorchVersion(const std::string& imported, const std::string& built_with);
 
 /// torch.__version__ in the interpreter behind `shim`, checked as above

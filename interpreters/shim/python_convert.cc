@@ -110,6 +110,48 @@ static at::Tensor OwnTensor(const at::Tensor& tensor) {
   return tensor.detach();
 }
 
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+// PyTorch >= 2.9: one PyObjectSlot, no tag (global_py_interpreter.h). Whether
+// `slot` holds no object or one of this runtime's (its type's metatype chain
+// ends at this copy's PyType_Type); another's would be handed to this
+// interpreter as its own (THPVariable_Wrap returns the slot's object).
+static bool UnwrappedOrOurs(const c10::impl::PyObjectSlot* slot) {
+  PyObject* o = slot->load_pyobj();
+  if (o == nullptr) return true;
+  PyTypeObject* type = Py_TYPE(o);
+  for (int depth = 0; depth < 16 && Py_TYPE(type) != type; ++depth) type = Py_TYPE(type);
+  return type == &PyType_Type;
+}
+
+// A tensor about to be wrapped here: its TensorImpl and StorageImpl must not
+// be another interpreter's (the one-wrapper rule).
+static const at::Tensor& CheckOneWrapper(const at::Tensor& tensor) {
+  bool ok = UnwrappedOrOurs(tensor.unsafeGetTensorImpl()->pyobj_slot()) &&
+            (!tensor.has_storage() ||
+             UnwrappedOrOurs(tensor.storage().unsafeGetStorageImpl()->pyobj_slot()));
+  if (!ok) {
+    throw PythonError("RuntimeError",
+                      "manypy: this tensor's TensorImpl or storage is already wrapped by another "
+                      "interpreter (a tensor lent to two interpreters?); each interpreter needs "
+                      "its own",
+                      "");
+  }
+  return tensor;
+}
+
+// The host's tensor for one of this interpreter's: its own TensorImpl and
+// StorageImpl over the same bytes, so no host Value holds an object this
+// interpreter wrapped and the host may drop it on any thread. Python-keyed
+// tensors (subclasses) and those without storage detach as before.
+static at::Tensor HostTensor(const at::Tensor& tensor) {
+  if (tensor.defined() && tensor.has_storage() &&
+      !tensor.unsafeGetTensorImpl()->key_set().has(c10::DispatchKey::Python)) {
+    return OwnTensor(tensor);
+  }
+  return tensor.detach();
+}
+#endif
+
 PyObject* ToPython(const Value& value) {
   using K = Value::Kind;
   switch (value.kind()) {
@@ -124,6 +166,16 @@ PyObject* ToPython(const Value& value) {
       // A TensorImpl remembers the first interpreter that wrapped it; give this
       // interpreter its own TensorImpl over the same storage (no data copy).
       // A lent tensor shares its storage object (Value::LentTensor).
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+      if (value.lent()) {
+        try {
+          return THPVariable_Wrap(CheckOneWrapper(value.to_tensor().detach()));
+        } catch (const PythonError& e) {
+          PyErr_SetString(PyExc_RuntimeError, e.message().c_str());
+          return nullptr;
+        }
+      }
+#endif
       return THPVariable_Wrap(value.lent() ? value.to_tensor().detach() : OwnTensor(value.to_tensor()));
     case K::kList:
     case K::kTuple: {
@@ -174,7 +226,11 @@ Value FromPython(PyObject* object) {
   if (THPVariable_Check(object)) {
     // The host gets its own TensorImpl, so the Python object can be freed
     // normally and the tensor may outlive this interpreter.
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+    return Value(HostTensor(THPVariable_Unpack(object)));
+#else
     return Value(THPVariable_Unpack(object).detach());
+#endif
   }
   if (PyList_Check(object) || PyTuple_Check(object)) {
     Ref seq(PySequence_Fast(object, "expected a sequence"));

@@ -23,20 +23,24 @@ TEST(TorchVersionTest, AcceptsTheReleasesWithPerInterpreterTags) {
   EXPECT_TRUE(CheckTorchVersion("2.8.1", "2.8.0").ok());
 }
 
-// 2.14 (Debian 14) builds, but the pool cannot be safe on it until manypy
-// registers its own PyInterpreterHooks (issue 56, docs/debian14.md): the
-// refusal names what is missing.
-TEST(TorchVersionTest, RefusesTwoNineAndLaterNamingTheVersionAndWhatIsMissing) {
-  for (const char* v : {"2.9.0", "2.10.1+cpu", "2.14.1", "3.0.0"}) {
-    Status s = CheckTorchVersion(v, v);
-    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << v;
-    EXPECT_NE(s.message().find(std::string("PyTorch ") + v + " is not supported"), std::string::npos)
-        << s.message();
-    EXPECT_NE(s.message().find("per-interpreter PyObject tag"), std::string::npos) << s.message();
-    EXPECT_NE(s.message().find("getGlobalPyInterpreter"), std::string::npos) << s.message();
-    EXPECT_NE(s.message().find("Missing: manypy's own PyInterpreterHooks"), std::string::npos)
-        << s.message();
+// From 2.9 on (Debian 14's 2.14) the pool routes libtorch's one global Python
+// interpreter itself (global_py_interpreter.h), built only against such a
+// libtorch: a build against an older one refuses them, naming why.
+TEST(TorchVersionTest, AcceptsTwoNineAndLaterOnlyWhenBuiltAgainstThem) {
+  for (const char* v : {"2.9.0", "2.10.1+cpu", "2.14.1+debian"}) {
+    EXPECT_TRUE(CheckTorchVersion(v, v).ok()) << v << ": " << CheckTorchVersion(v, v).ToString();
+    for (const char* built : {"1.13.0", "2.6.0", "2.8.0"}) {
+      Status s = CheckTorchVersion(v, built);
+      EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << v;
+      EXPECT_NE(s.message().find(std::string("PyTorch ") + v + " is not supported by this build"),
+                std::string::npos)
+          << s.message();
+      EXPECT_NE(s.message().find("getGlobalPyInterpreter"), std::string::npos) << s.message();
+      EXPECT_NE(s.message().find(std::string("(this one: ") + built + ")"), std::string::npos)
+          << s.message();
+    }
   }
+  EXPECT_FALSE(CheckTorchVersion("2.14.1", "2.10.0").ok());  // built against another 2.x
   EXPECT_FALSE(CheckTorchVersion("1.8.1", "1.8.1").ok());
   EXPECT_FALSE(CheckTorchVersion("unknown", "2.6.0").ok());
 }
@@ -67,15 +71,6 @@ TEST(TorchVersionTest, ThePoolRecordsTheTorchItsInterpretersImport) {
   options.cache_dir = MANYPY_TEST_CACHE_DIR;
   options.shim_library = MANYPY_TEST_SHIM_LIBRARY;
   auto pool = InterpreterPool::Create(options);
-  if (!(TorchVersion::Parse(BuiltTorchVersion()) < TorchVersion{2, 9})) {
-    // 2.14 (Debian 14): the pool refuses to start, naming what it lacks.
-    ASSERT_FALSE(pool.ok());
-    EXPECT_EQ(pool.status().code(), StatusCode::kFailedPrecondition);
-    EXPECT_NE(pool.status().message().find("Missing: manypy's own PyInterpreterHooks"),
-              std::string::npos)
-        << pool.status().ToString();
-    return;
-  }
   ASSERT_TRUE(pool.ok()) << pool.status().ToString();
   auto s = (*pool)->AcquireAt(0);
   EXPECT_EQ(RunningTorchVersion(), s.Eval("__import__('torch').__version__").ToValue().to_str());
@@ -88,9 +83,6 @@ TEST(TorchVersionTest, ThePoolRecordsTheTorchItsInterpretersImport) {
 // that would throw inside dlopen and end the process; torch_hooks.cc skips them.
 TEST(TorchVersionTest, ASecondLibtorchPythonCopyRegistersNothingTwice) {
   ASSERT_TRUE(CheckTorchHooksActive().ok()) << CheckTorchHooksActive().ToString();
-  if (!(TorchVersion::Parse(BuiltTorchVersion()) < TorchVersion{2, 9})) {
-    GTEST_SKIP() << "the pool refuses PyTorch >= 2.9; global_interpreter_test loads two copies";
-  }
   PoolOptions options;
   options.interpreters = 2;
   options.cache_dir = MANYPY_TEST_CACHE_DIR;
