@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 #include <shared_mutex>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -214,8 +215,23 @@ namespace detail {
 const c10::impl::PyInterpreter* CallingPyInterpreter() { return CallingInterpreter(); }
 
 bool IsPythonRegistration(const std::string& debug) {
-  // torch._C._dispatch_library makes every Library from Python with file "/dev/null".
-  return debug.rfind("registered at /dev/null:", 0) == 0;
+  // Up to 2.8 torch._C._dispatch_library makes every Library from Python with
+  // file "/dev/null". Later releases pass the Python caller's file
+  // (torch/library.py: `f.f_code.co_filename`), which ends in ".py" or is a
+  // pseudo-file ("<string>", "<torch_package_0>..."); a C++ registration's
+  // is its __FILE__ (.cpp, .cc, .h, ...).
+  constexpr std::string_view kAt = "registered at ";
+  if (debug.rfind(kAt, 0) != 0) return false;
+  std::string_view where(debug);
+  where.remove_prefix(kAt.size());
+  if (where.rfind("/dev/null:", 0) == 0) return true;
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+  size_t colon = where.rfind(':');
+  std::string_view file = colon == std::string_view::npos ? where : where.substr(0, colon);
+  if (!file.empty() && file.front() == '<') return true;
+  if (file.size() > 3 && file.substr(file.size() - 3) == ".py") return true;
+#endif
+  return false;
 }
 
 c10::RegistrationHandleRAII DefineFromPython(RegisterDefFn real, c10::Dispatcher* dispatcher,

@@ -19,6 +19,9 @@ c10::impl::PyInterpreter* getPyInterpreter();
 #include "interpreters/shim/boot_source.h"
 #include "interpreters/shim/python_convert.h"
 #include "interpreters/shim/shim_api.h"
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+#include "interpreters/shim/torch_api_function.h"
+#endif
 
 namespace manypy::shim {
 namespace {
@@ -330,6 +333,10 @@ manypy_shim_create(const manypy::shim::ShimConfig* config, std::string* error) {
 #if MANYPY_TORCH_GLOBAL_INTERPRETER
   if (cb.torch_objects != nullptr) {
     cb.torch_objects(cb.context, &PyType_Type, &SaveThread, &RestoreThread);
+  }
+  if (!RouteTorchApiFunction(error)) {
+    *error = "cannot give this interpreter its own operator objects: " + *error;
+    return nullptr;
   }
 #endif
 #endif
