@@ -277,6 +277,63 @@ TEST(GlobalInterpreterTest, DroppingAnotherInterpretersObjectWhileHoldingAGilDoe
   interpreters.clear();
 }
 
+// Anything but a decref cannot wait: a thread holding interpreter i's GIL
+// that reads the reference count of interpreter 1-i's object lets its own GIL
+// go first. Both threads at once would deadlock if either waited holding one.
+TEST(GlobalInterpreterTest, ACallOnAnotherInterpretersObjectStepsOutOfTheHeldGil) {
+  auto preparer = Preparer();
+  auto interpreters = StartTwo(preparer.get());
+  ASSERT_EQ(interpreters.size(), 2u);
+  at::Tensor lent[kInterpreters] = {at::arange(4.0), at::arange(4.0)};
+  PyObject* storage[kInterpreters];
+  for (int i = 0; i < kInterpreters; ++i) {
+    WithGil(*interpreters[i], i, [&](shim::InterpreterShim& shim) {
+      SetGlobal(shim, "u", Value::LentTensor(lent[i]));
+      shim.Exec("s = u.untyped_storage()\n");
+    });
+    storage[i] = lent[i].storage().unsafeGetStorageImpl()->pyobj_slot()->load_pyobj();
+    ASSERT_NE(storage[i], nullptr);
+  }
+  GlobalPyInterpreterCounts before = GlobalPyInterpreterStats();
+  std::atomic<int> holding{0};
+  std::atomic<int> done{0};
+  size_t counts[kInterpreters] = {0, 0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kInterpreters; ++i) {
+    threads.emplace_back([&, i] {
+      shim::InterpreterShim& shim = interpreters[i]->shim();
+      int token = shim.AcquireGil();
+      holding.fetch_add(1);
+      while (holding.load() < kInterpreters) std::this_thread::yield();
+      counts[i] = (*c10::impl::getGlobalPyInterpreter())->refcnt(storage[1 - i]);
+      shim.ReleaseGil(token);
+      done.fetch_add(1);
+    });
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (done.load() < kInterpreters && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (done.load() < kInterpreters) {
+    fprintf(stderr, "deadlock: each thread waits for the GIL the other holds\n");
+    fflush(stderr);
+    _exit(1);
+  }
+  for (auto& t : threads) t.join();
+  GlobalPyInterpreterCounts after = GlobalPyInterpreterStats();
+  EXPECT_EQ(after.stepped_out - before.stepped_out, 2);
+  for (int i = 0; i < kInterpreters; ++i) {
+    long expected = 0;
+    WithGil(*interpreters[1 - i], 1 - i, [&](shim::InterpreterShim& shim) {
+      expected = Eval(shim, "sys.getrefcount(s) - 1").to_int();  // less getrefcount's own
+      shim.Exec("del u, s\n");
+    });
+    EXPECT_EQ(static_cast<long>(counts[i]), expected) << "interpreter " << i;
+  }
+  for (auto& t : lent) t = at::Tensor();
+  interpreters.clear();
+}
+
 // One-wrapper rule: a storage interpreter 0 has wrapped is not wrapped by
 // interpreter 1 too (its slot would hand interpreter 1 interpreter 0's object).
 TEST(GlobalInterpreterTest, AStorageLentToTwoInterpretersIsRefusedByTheSecond) {
