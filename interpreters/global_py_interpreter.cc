@@ -8,11 +8,13 @@
 #include <c10/core/impl/TorchDispatchModeTLS.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -33,12 +35,48 @@ constexpr int kMaxMembers = 4096;
 struct Member {
   GlobalInterpreterMember info;  // constant once published
   std::atomic<bool> left{false};
-  std::mutex queue_mu;  // guards queue; never held while waiting for a GIL
-  std::vector<PyObject*> queue;
+  std::vector<PyObject*> queue;  // guarded by g_queue_mu
 };
 Member g_members[kMaxMembers];
 std::atomic<int> g_count{0};
 Mutex g_join_mu;  // serializes JoinGlobalPyInterpreter
+
+// Deferred decrefs: queued under g_queue_mu (never held while waiting for a
+// GIL), dropped by one process-lifetime thread that holds no GIL. Heap
+// objects never destroyed: the thread may still wait on them at exit.
+std::mutex& g_queue_mu = *new std::mutex();
+std::condition_variable& g_queued = *new std::condition_variable();
+std::condition_variable& g_drained = *new std::condition_variable();
+bool g_drainer_started = false;     // guarded by g_queue_mu
+const Member* g_draining = nullptr;  // guarded by g_queue_mu: whose objects are being dropped
+
+// REQUIRES: `lock` holds g_queue_mu; released while the objects are dropped.
+void DrainMember(Member& m, std::unique_lock<std::mutex>& lock) {
+  std::vector<PyObject*> drop;
+  drop.swap(m.queue);
+  g_draining = &m;
+  lock.unlock();
+  for (PyObject* o : drop) {
+    (*static_cast<const c10::impl::PyInterpreter*>(m.info.py_interpreter))->decref(o);
+  }
+  lock.lock();
+  g_draining = nullptr;
+  g_drained.notify_all();
+}
+
+[[noreturn]] void DrainForever() {
+  std::unique_lock<std::mutex> lock(g_queue_mu);
+  while (true) {
+    bool any = false;
+    for (int i = 0; i < g_count.load(std::memory_order_acquire); ++i) {
+      if (!g_members[i].queue.empty()) {
+        any = true;
+        DrainMember(g_members[i], lock);  // takes that member's GIL: this thread holds none
+      }
+    }
+    if (!any) g_queued.wait(lock);
+  }
+}
 
 std::atomic<long> g_routed{0};
 std::atomic<long> g_deferred{0};
@@ -161,13 +199,15 @@ void Decref(PyObject* o) {
   Member& owner = Owner(o, "decref");
   g_routed.fetch_add(1, std::memory_order_relaxed);
   if (!HoldsGilOf(owner) && HeldElsewhere(&owner) != nullptr) {
-    std::lock_guard<std::mutex> lock(owner.queue_mu);
+    std::lock_guard<std::mutex> lock(g_queue_mu);
     if (!owner.left.load(std::memory_order_relaxed)) {
       owner.queue.push_back(o);
       g_deferred.fetch_add(1, std::memory_order_relaxed);
-      // Under queue_mu: LeaveGlobalPyInterpreter (which sets `left` under it)
-      // has not returned, so the interpreter being woken is still there.
-      owner.info.wake(owner.info.wake_context);
+      if (!g_drainer_started) {
+        g_drainer_started = true;
+        std::thread(DrainForever).detach();
+      }
+      g_queued.notify_one();
       return;
     }
   }
@@ -327,31 +367,23 @@ Status InstallGlobalPyInterpreter() {
   return Status::Ok();
 }
 
-int JoinGlobalPyInterpreter(const GlobalInterpreterMember& member) {
+bool JoinGlobalPyInterpreter(const GlobalInterpreterMember& member) {
   MutexLock lock(g_join_mu);
   int id = g_count.load(std::memory_order_relaxed);
-  if (id >= kMaxMembers) return -1;
+  if (id >= kMaxMembers) return false;
   g_members[id].info = member;
   g_count.store(id + 1, std::memory_order_release);
-  return id;
+  return true;
 }
 
-void DrainDeferredDecrefs(int id) {
-  Member& m = g_members[id];
-  std::vector<PyObject*> drop;
-  {
-    std::lock_guard<std::mutex> lock(m.queue_mu);
-    drop.swap(m.queue);
-  }
-  for (PyObject* o : drop) CopyOf(m)->decref(o);  // takes m's GIL: this thread holds none
-}
-
-void LeaveGlobalPyInterpreter(int id) {
-  {
-    std::lock_guard<std::mutex> lock(g_members[id].queue_mu);
-    g_members[id].left.store(true, std::memory_order_release);
-  }
-  DrainDeferredDecrefs(id);  // nothing is queued after `left`
+void LeaveGlobalPyInterpreter(const void* py_interpreter) {
+  Member* m = MemberOfInterpreter(static_cast<const PyInterpreter*>(py_interpreter));
+  if (m == nullptr) return;
+  std::unique_lock<std::mutex> lock(g_queue_mu);
+  m->left.store(true, std::memory_order_release);
+  // Not finalized under the decref thread's feet.
+  g_drained.wait(lock, [m] { return g_draining != m; });
+  DrainMember(*m, lock);  // nothing is queued for it after `left`
 }
 
 const void* OwnerPyInterpreter(const void* pyobject) {

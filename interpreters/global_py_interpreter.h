@@ -35,12 +35,12 @@
 // GIL order (no deadlock when one interpreter's thread drops another's
 // object): a thread never waits for a second GIL while it holds one.
 //  - decref of interpreter B's object on a thread holding A's GIL is not done
-//    in place: it is queued for B (a mutex, never a GIL) and B's owner thread,
-//    woken, drops it under B's GIL alone (DrainDeferredDecrefs). A decref
-//    delayed keeps the object alive a little longer, never too short.
+//    in place: it is queued for B (a mutex, never a GIL) and the host's
+//    decref thread, which holds no GIL, drops it taking B's GIL alone. A
+//    decref delayed keeps the object alive a little longer, never too short.
 //    (Py_AddPendingCall is no way out: CPython runs pending calls of the main
-//    interpreter only on its main thread, here the owner thread, which runs
-//    no Python while it waits.)
+//    interpreter only on its main thread, here the interpreter's owner
+//    thread, which runs no Python while it waits.)
 //  - anything else of B's (incref, a size query, ...) cannot be delayed: the
 //    thread lets A's GIL go, takes B's, and takes A's again afterwards
 //    ("steps out", as Py_BEGIN_ALLOW_THREADS does). The one-wrapper rule
@@ -58,9 +58,6 @@ struct GlobalInterpreterMember {
   int (*thread_state)() = nullptr;       ///< 2: the caller holds its GIL; 1: a state only; 0: none
   void* (*save_thread)() = nullptr;      ///< PyEval_SaveThread of its runtime
   void (*restore_thread)(void* state) = nullptr;  ///< PyEval_RestoreThread
-  /// Asks its owner thread to call DrainDeferredDecrefs (soon, holding no GIL).
-  void (*wake)(void* context) = nullptr;
-  void* wake_context = nullptr;
 };
 
 /// Registers the host's PyInterpreterHooks, once per process (later calls
@@ -70,17 +67,14 @@ struct GlobalInterpreterMember {
 /// libtorch_python or asked for the global interpreter first).
 Status InstallGlobalPyInterpreter();
 
-/// Adds an interpreter; returns its member id (>= 0), or -1 when the table is
-/// full. Call before the interpreter makes any object.
-int JoinGlobalPyInterpreter(const GlobalInterpreterMember& member);
+/// Adds an interpreter; false when the table is full. Call before the
+/// interpreter makes any object.
+bool JoinGlobalPyInterpreter(const GlobalInterpreterMember& member);
 
-/// Drops the objects other threads queued for member `id` (decrefs through
-/// its copy, which takes its GIL). The caller must hold no GIL.
-void DrainDeferredDecrefs(int id);
-
-/// Before member `id` finalizes: drains its queue; later decrefs of its
-/// objects go to its copy, which drops nothing once its runtime is finalized.
-void LeaveGlobalPyInterpreter(int id);
+/// Before the interpreter whose copy is `py_interpreter` finalizes (on its
+/// owner thread, holding no GIL): drops what was queued for it; later decrefs
+/// of its objects go to its copy, which drops nothing once it is finalized.
+void LeaveGlobalPyInterpreter(const void* py_interpreter);
 
 /// The libtorch_python copy's PyInterpreter of the interpreter that made
 /// `pyobject` (a PyObject*), or null when no member made it.

@@ -17,6 +17,16 @@ namespace manypy {
 namespace {
 // boot.py's report of torch.__version__ while `import torch` runs (PyTorch 2.x).
 constexpr const char* kTorchVersionService = "pool.torch_version";
+
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+// The runtime Boot is loading on this (its owner) thread, for AddTorchInterpreter.
+struct BootingRuntime {
+  const void* type_type = nullptr;
+  void* (*save_thread)() = nullptr;
+  void (*restore_thread)(void*) = nullptr;
+};
+thread_local BootingRuntime t_booting;
+#endif
 }  // namespace
 
 StatusOr<std::unique_ptr<Interpreter>> Interpreter::Start(ImagePreparer* preparer,
@@ -30,20 +40,10 @@ StatusOr<std::unique_ptr<Interpreter>> Interpreter::Start(ImagePreparer* prepare
     booted.set_value(std::move(status));
     if (!ok) return;
     MutexLock lock(self->mu_);
-    while (true) {
-      self->cv_.wait(lock.native(),
-                     [self]() REQUIRES(self->mu_) { return self->stop_ || self->drain_; });
-      if (self->stop_) break;
-      self->drain_ = false;
-      lock.Unlock();
-#if MANYPY_TORCH_GLOBAL_INTERPRETER
-      DrainDeferredDecrefs(self->global_member_);  // this thread holds no GIL
-#endif
-      lock.Lock();
-    }
+    self->cv_.wait(lock.native(), [self]() REQUIRES(self->mu_) { return self->stop_; });
     lock.Unlock();
 #if MANYPY_TORCH_GLOBAL_INTERPRETER
-    if (self->global_member_ >= 0) LeaveGlobalPyInterpreter(self->global_member_);
+    if (self->torch_interpreter_ != nullptr) LeaveGlobalPyInterpreter(self->torch_interpreter_);
 #endif
     if (self->torch_interpreter_ != nullptr) RemoveTorchInterpreter(self->torch_interpreter_);
     self->shim_->Finalize();
@@ -69,10 +69,23 @@ Status Interpreter::Boot() {
   // RTLD_LOCAL: this runtime's symbols stay out of the global scope, so the
   // next interpreter's copies bind to their own libpython, not this one.
   // The handles are never closed: libtorch keeps pointers into these copies.
-  if (dlopen(image->libpython.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) {
+  void* libpython = dlopen(image->libpython.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (libpython == nullptr) {
     return Internal("cannot load interpreter " + std::to_string(options_.index) +
                     "'s libpython " + image->libpython + ": " + dlerror());
   }
+#if MANYPY_TORCH_GLOBAL_INTERPRETER
+  // What the host's PyInterpreter needs of this runtime (global_py_interpreter.h),
+  // joined with its copy's PyInterpreter in AddTorchInterpreter, on this thread.
+  t_booting = BootingRuntime{dlsym(libpython, "PyType_Type"),
+                             reinterpret_cast<void* (*)()>(dlsym(libpython, "PyEval_SaveThread")),
+                             reinterpret_cast<void (*)(void*)>(dlsym(libpython, "PyEval_RestoreThread"))};
+  if (t_booting.type_type == nullptr || t_booting.save_thread == nullptr ||
+      t_booting.restore_thread == nullptr) {
+    return Internal(image->libpython + " does not export PyType_Type, PyEval_SaveThread and "
+                    "PyEval_RestoreThread");
+  }
+#endif
   void* shim_handle = dlopen(image->shim.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (shim_handle == nullptr) {
     return Internal("cannot load interpreter shim " + image->shim + ": " + dlerror());
@@ -93,9 +106,6 @@ Status Interpreter::Boot() {
   config.callbacks.prepare_extension = &Interpreter::PrepareExtension;
   config.callbacks.call_host = &Interpreter::CallHost;
   config.callbacks.torch_interpreter = &Interpreter::AddTorchInterpreter;
-#if MANYPY_TORCH_GLOBAL_INTERPRETER
-  config.callbacks.torch_objects = &Interpreter::AddTorchObjects;
-#endif
   config.callbacks.next_python_kernel_with_keyset = &SetNextPythonKernelWithKeyset;
   config.callbacks.python_kernel_registered_by = [](const char* op, const char* key,
                                                     const void* py_interpreter) {
@@ -113,7 +123,7 @@ Status Interpreter::Boot() {
   on_torch_version_ = nullptr;  // what it refers to may not outlive Start
   if (shim_ == nullptr) {
 #if MANYPY_TORCH_GLOBAL_INTERPRETER
-    if (global_member_ >= 0) LeaveGlobalPyInterpreter(global_member_);  // its runtime is gone
+    if (torch_interpreter_ != nullptr) LeaveGlobalPyInterpreter(torch_interpreter_);  // gone
 #endif
     if (torch_interpreter_ != nullptr) RemoveTorchInterpreter(torch_interpreter_);
     return Internal("interpreter " + std::to_string(options_.index) + " failed to start: " + error);
@@ -166,40 +176,20 @@ bool Interpreter::CallHost(void* self, const char* service, const Value* request
 void Interpreter::AddTorchInterpreter(void* self, const void* py_interpreter,
                                       int (*thread_state)()) {
   static_cast<Interpreter*>(self)->torch_interpreter_ = py_interpreter;
-  static_cast<Interpreter*>(self)->thread_state_ = thread_state;
   manypy::AddTorchInterpreter(py_interpreter, thread_state);
-}
-
-void Interpreter::AddTorchObjects(void* self, const void* type_type, void* (*save_thread)(),
-                                  void (*restore_thread)(void*)) {
 #if MANYPY_TORCH_GLOBAL_INTERPRETER
-  auto* interp = static_cast<Interpreter*>(self);
   GlobalInterpreterMember member;
-  member.type_type = type_type;
-  member.py_interpreter = interp->torch_interpreter_;
-  member.thread_state = interp->thread_state_;
-  member.save_thread = save_thread;
-  member.restore_thread = restore_thread;
-  member.wake = &Interpreter::WakeForDecrefs;
-  member.wake_context = self;
-  interp->global_member_ = JoinGlobalPyInterpreter(member);
-  if (interp->global_member_ < 0) {
+  member.type_type = t_booting.type_type;
+  member.py_interpreter = py_interpreter;
+  member.thread_state = thread_state;
+  member.save_thread = t_booting.save_thread;
+  member.restore_thread = t_booting.restore_thread;
+  if (!JoinGlobalPyInterpreter(member)) {
     // Thousands of interpreters in one process: stop rather than misroute.
     fprintf(stderr, "manypy: too many interpreters for libtorch's routing table\n");
     abort();
   }
-#else
-  (void)self, (void)type_type, (void)save_thread, (void)restore_thread;
 #endif
-}
-
-void Interpreter::WakeForDecrefs(void* self) {
-  auto* interp = static_cast<Interpreter*>(self);
-  {
-    MutexLock lock(interp->mu_);
-    interp->drain_ = true;
-  }
-  interp->cv_.notify_one();
 }
 
 bool Interpreter::PrepareExtension(void* self, const char* module, const char* origin, char* out,

@@ -68,12 +68,6 @@ class Interpreter {
   /// HostCallbacks::torch_interpreter: routes Python kernels to this interpreter.
   static void AddTorchInterpreter(void* self, const void* py_interpreter,
                                   int (*thread_state)());
-  /// HostCallbacks::torch_objects (PyTorch >= 2.9): joins the host's
-  /// PyInterpreter (global_py_interpreter.h), which routes this runtime's objects here.
-  static void AddTorchObjects(void* self, const void* type_type, void* (*save_thread)(),
-                              void (*restore_thread)(void*));
-  /// Wakes owner_ to drop objects other threads queued for this interpreter.
-  static void WakeForDecrefs(void* self);
 
   // Constant after Start.
   ImagePreparer* const preparer_;
@@ -81,8 +75,6 @@ class Interpreter {
   int slot_ = -1;
   shim::InterpreterShim* shim_ = nullptr;
   const void* torch_interpreter_ = nullptr;  // its libtorch_python's PyInterpreter (2.x)
-  int (*thread_state_)() = nullptr;          // its runtime's, from the shim (2.x)
-  int global_member_ = -1;  // its id in global_py_interpreter.h (>= 2.9); -1 none
   // Options::on_torch_version until the boot ends (used and cleared on owner_).
   std::function<void(const std::string&)> on_torch_version_;
   // CPython expects the thread that initialised a runtime to finalise it (the
@@ -92,7 +84,6 @@ class Interpreter {
   Mutex mu_;
   std::condition_variable cv_;
   bool stop_ GUARDED_BY(mu_) = false;
-  bool drain_ GUARDED_BY(mu_) = false;  // objects queued for owner_ to drop (>= 2.9)
   // Deliberately never freed: after finalisation, stray Python objects owned
   // by libtorch may still be released into it at process exit.
   ArenaCache* arenas_ = nullptr;

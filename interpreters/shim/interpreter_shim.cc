@@ -112,12 +112,6 @@ int ThreadState() {
   return PyGILState_Check() ? 2 : 1;
 }
 
-#if MANYPY_TORCH_GLOBAL_INTERPRETER
-// HostCallbacks::torch_objects's functions, over this copy's libpython.
-void* SaveThread() { return PyEval_SaveThread(); }
-void RestoreThread(void* state) { PyEval_RestoreThread(static_cast<PyThreadState*>(state)); }
-#endif
-
 // _manypy.next_kernel_with_keyset(flag): torch.library.Library.impl's
 // with_keyset for the registration this thread makes next (python_kernels.h).
 PyObject* NextKernelWithKeyset(PyObject*, PyObject* args) {
@@ -331,9 +325,6 @@ manypy_shim_create(const manypy::shim::ShimConfig* config, std::string* error) {
 #if MANYPY_TORCH_HOOKS
   if (cb.torch_interpreter != nullptr) cb.torch_interpreter(cb.context, TorchInterpreter(), ThreadState);
 #if MANYPY_TORCH_GLOBAL_INTERPRETER
-  if (cb.torch_objects != nullptr) {
-    cb.torch_objects(cb.context, &PyType_Type, &SaveThread, &RestoreThread);
-  }
   if (!RouteTorchApiFunction(error)) {
     *error = "cannot give this interpreter its own operator objects: " + *error;
     return nullptr;

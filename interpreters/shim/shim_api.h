@@ -36,11 +36,6 @@ struct HostCallbacks {
   /// thread has in this interpreter (2 its GIL, 1 a thread state, 0 nothing).
   void (*torch_interpreter)(void* context, const void* py_interpreter,
                             int (*thread_state)()) = nullptr;
-  /// PyTorch >= 2.9 (global_py_interpreter.h), before Python starts: this
-  /// runtime's PyType_Type (the root of every type it makes) and its
-  /// PyEval_SaveThread / PyEval_RestoreThread. After torch_interpreter.
-  void (*torch_objects)(void* context, const void* type_type, void* (*save_thread)(),
-                        void (*restore_thread)(void* state)) = nullptr;
   /// PyTorch 2.x: the next Python kernel this thread registers takes the
   /// dispatch key set first (torch.library's with_keyset).
   void (*next_python_kernel_with_keyset)(bool with_keyset) = nullptr;

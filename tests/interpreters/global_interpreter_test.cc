@@ -212,7 +212,7 @@ TEST(GlobalInterpreterTest, HostHooksRouteEachObjectToItsInterpreterAndTensorsCr
 // thread 1 holds interpreter 1's and drops x: each 2 -> 1 count decrefs the
 // other interpreter's storage object. Taking that GIL in place would deadlock
 // (each waits for the GIL the other holds); the decrefs are handed to their
-// owners instead, which drop them once the GILs are free.
+// host's decref thread instead, which drops them once the GILs are free.
 TEST(GlobalInterpreterTest, DroppingAnotherInterpretersObjectWhileHoldingAGilDoesNotDeadlock) {
   auto preparer = Preparer();
   auto interpreters = StartTwo(preparer.get());
@@ -258,7 +258,7 @@ TEST(GlobalInterpreterTest, DroppingAnotherInterpretersObjectWhileHoldingAGilDoe
   GlobalPyInterpreterCounts after = GlobalPyInterpreterStats();
   EXPECT_EQ(after.deferred_decrefs - before.deferred_decrefs, 2);
 
-  // Each owner's thread drops what was handed to it.
+  // The decref thread drops what was handed to it, under each owner's GIL.
   for (int i = 0; i < kInterpreters; ++i) {
     long now = refs[i];
     for (int tries = 0; tries < 500 && now != refs[i] - 1; ++tries) {
