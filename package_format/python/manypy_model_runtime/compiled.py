@@ -95,15 +95,22 @@ def _track_recompiles():
     convert_frame = importlib.import_module("torch._dynamo.convert_frame")
     if getattr(convert_frame, "_manypy_tracks_recompiles", False):
         return
-    reasons_of = convert_frame.get_and_maybe_log_recompilation_reason
+    # torch 2.6: get_and_maybe_log_recompilation_reason(cache_entry, frame);
+    # 2.14: get_and_maybe_log_recompilation_reasons(cache_entries, frame,
+    # backend, skip_logging=False), from torch/_dynamo/guards.py:5570,
+    # imported into convert_frame (convert_frame.py:134, called at :1978).
+    name = "get_and_maybe_log_recompilation_reason"
+    if not hasattr(convert_frame, name):
+        name += "s"
+    reasons_of = getattr(convert_frame, name)
 
-    def tracked(cache_entry, frame):
-        reasons = reasons_of(cache_entry, frame)
+    def tracked(cache_entry, frame, *args, **kwargs):
+        reasons = reasons_of(cache_entry, frame, *args, **kwargs)
         where = f"{frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_code.co_firstlineno})"
         _recompiles.append(f"{where}: {reasons[-1] if reasons else 'no guard failure recorded'}")
         return reasons
 
-    convert_frame.get_and_maybe_log_recompilation_reason = tracked
+    setattr(convert_frame, name, tracked)
     convert_frame._manypy_tracks_recompiles = True
 
 
