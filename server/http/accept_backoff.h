@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 
 namespace manypy {
 
@@ -36,12 +37,9 @@ class AcceptBackoff {
   Wait Failed(std::chrono::steady_clock::time_point now) {
     bool say = false;
     if (failures_ == 0) {
-      say = !said_any_ || now - last_said_ >= kQuietAfterSaying;
+      say = !last_said_ || now - *last_said_ >= kQuietAfterSaying;
       episode_said_ = say;
-      if (say) {
-        said_any_ = true;
-        last_said_ = now;
-      }
+      if (say) last_said_ = now;
     }
     ++failures_;
     const auto wait = wait_;
@@ -59,12 +57,17 @@ class AcceptBackoff {
     return ended;
   }
 
+  /// When the last episode said began (the `now` of its first failure): the
+  /// start of the one Succeeded last reported ending.
+  std::chrono::steady_clock::time_point LastSaid() const {
+    return last_said_.value_or(std::chrono::steady_clock::time_point());
+  }
+
  private:
   int64_t failures_ = 0;
   std::chrono::milliseconds wait_ = kFirstWait;
   bool episode_said_ = false;
-  bool said_any_ = false;
-  std::chrono::steady_clock::time_point last_said_;
+  std::optional<std::chrono::steady_clock::time_point> last_said_;  // none said yet
 };
 
 }  // namespace manypy

@@ -27,7 +27,6 @@ struct HttpFrontend::Io {
   // On the acceptor's strand, as the backoff: the wait after accept() ran out of descriptors.
   net::steady_timer retry;
   AcceptBackoff backoff;
-  std::chrono::steady_clock::time_point backoff_began;
   std::unique_ptr<net::ssl::context> tls;  // null: plain HTTP
 };
 
@@ -106,10 +105,8 @@ void HttpFrontend::Accept() {
 void HttpFrontend::WaitThenAccept(const boost::system::error_code& ec) {
   // Retrying at once would fail at once: the connection stays queued in the
   // kernel, and the loop would spin on a core logging each failure.
-  const auto now = std::chrono::steady_clock::now();
-  const AcceptBackoff::Wait wait = io_->backoff.Failed(now);
+  const AcceptBackoff::Wait wait = io_->backoff.Failed(std::chrono::steady_clock::now());
   if (wait.say) {
-    io_->backoff_began = now;
     Log(LogLevel::kWarning, "HTTP: cannot accept connections: " + ec.message() +
                                 " (open-file limit " + std::to_string(OpenFileSoftLimit()) +
                                 "); retrying after 10 ms, doubling to 1 s, until one is accepted "
@@ -125,7 +122,7 @@ void HttpFrontend::AcceptedAgain() {
   const int64_t failures = io_->backoff.Succeeded();
   if (failures == 0) return;
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - io_->backoff_began);
+      std::chrono::steady_clock::now() - io_->backoff.LastSaid());
   Log(LogLevel::kWarning, "HTTP: accepting connections again after " + std::to_string(failures) +
                               " failed accept(s) over " + std::to_string(took.count()) + " ms");
 }

@@ -112,6 +112,7 @@ TEST(AcceptBackoffTest, EpisodesAtTheEdgeWithinAMinuteOfTheLastSaidAreNotSaid) {
   const auto t0 = std::chrono::steady_clock::now();
   AcceptBackoff backoff;
   EXPECT_TRUE(backoff.Failed(t0).say);
+  EXPECT_EQ(backoff.LastSaid(), t0);
   EXPECT_EQ(backoff.Succeeded(), 1);
   int said = 0, ends_said = 0;
   for (int i = 1; i <= 20; ++i) {
@@ -122,6 +123,7 @@ TEST(AcceptBackoffTest, EpisodesAtTheEdgeWithinAMinuteOfTheLastSaidAreNotSaid) {
   }
   EXPECT_EQ(said, 0);
   EXPECT_EQ(ends_said, 0);
+  EXPECT_EQ(backoff.LastSaid(), t0);  // the quiet episodes moved nothing
   // Past the minute, the next episode is said again.
   EXPECT_TRUE(backoff.Failed(t0 + AcceptBackoff::kQuietAfterSaying + milliseconds(1)).say);
   EXPECT_EQ(backoff.Succeeded(), 1);
